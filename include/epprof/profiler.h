@@ -1,0 +1,214 @@
+/* epprof/profiler.h: the host side of epprof.
+ *
+ * A host (an inference runtime, an engine, a test) embeds libepprof through
+ * these functions. A profiler is one profiling scope (a session, a run):
+ * it records the host events of every thread between start and stop, drives
+ * the EP profilers of the plugins added to it, and at stop merges
+ * everything into one trace file. Several profilers may be active at once;
+ * each receives the events the host sends to it.
+ *
+ * Handles (epprof_profiler_t, epprof_plugin_t) are plain values checked on
+ * every call: an unknown or destroyed handle returns EPPROF_NOT_FOUND. The
+ * zero profiler handle is the disabled profiler: every event call on it is
+ * a no-op that returns NULL, so a host can keep one code path.
+ */
+#ifndef EPPROF_PROFILER_H
+#define EPPROF_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "epprof/ep_profiler.h"
+#include "epprof/event.h"
+#include "epprof/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library version, "MAJOR.MINOR.PATCH". Static storage. */
+EPPROF_API const char* epprof_version(void);
+
+/* ---- Process-wide services. All are thread-safe. ---- */
+
+/* Interns `str` (copied) and stores its id in *out; the same string always
+ * gets the same id. Not for the hot path: intern names once, up front.
+ * Returns INVALID_ARGUMENT for NULL `str` or `out`, RESOURCE_EXHAUSTED after
+ * 2^22 distinct strings, OUT_OF_MEMORY. */
+EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out);
+
+/* The string of an interned id, or NULL for an id never returned by
+ * epprof_intern. Borrowed; valid for the life of the process. */
+EPPROF_API const char* epprof_name(epprof_name_id id);
+
+/* A new correlation id: unique within the process, never 0, never reused,
+ * cheap enough for the hot path (no lock, no syscall). */
+EPPROF_API uint64_t epprof_correlation_id_next(void);
+
+/* The host clock: monotonic nanoseconds (CLOCK_MONOTONIC's epoch). */
+EPPROF_API int64_t epprof_clock_now_ns(void);
+
+/* Names the calling thread's track in traces written from now on ("main",
+ * "worker 3"). `name` is copied. INVALID_ARGUMENT for NULL. */
+EPPROF_API epprof_status* epprof_set_thread_name(const char* name);
+
+/* Where epprof's warnings go (a plugin error, dropped events). The callback
+ * may be called from any thread, must not block, and must not call back
+ * into epprof. NULL restores the default: one line on stderr. */
+typedef void (*epprof_log_fn)(void* user_data, epprof_status_code code, const char* message);
+EPPROF_API void epprof_set_log_callback(epprof_log_fn fn, void* user_data);
+
+/* ---- Plugins ---- */
+
+typedef struct epprof_plugin_t {
+  uint64_t handle;
+} epprof_plugin_t;
+
+/* The host function table handed to plugins; useful to a host that links a
+ * plugin into its own binary and calls its entry function itself. Static
+ * storage; never NULL. */
+EPPROF_API const epprof_host_api* epprof_get_host_api(void);
+
+/* Loads the plugin shared library at `path`, calls its entry function and
+ * checks what it returns. Returns:
+ *   INVALID_ARGUMENT  NULL path or out;
+ *   NOT_FOUND         the file cannot be loaded or lacks the entry symbol
+ *                     (the message carries the loader's reason);
+ *   VERSION_MISMATCH  the plugin was built for a newer ABI (both versions named);
+ *   PLUGIN_ERROR      the entry function failed, or returned a plugin without
+ *                     a name or a required slot (named);
+ *   RESOURCE_EXHAUSTED too many plugins loaded.
+ * On any error nothing stays loaded. Thread-safe. */
+EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* out);
+
+/* Registers a plugin object the host obtained itself (a plugin linked into
+ * the host). epprof takes ownership and calls its release slot at unload.
+ * Same checks and statuses as epprof_plugin_load. */
+EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_plugin_t* out);
+
+/* The plugin's name, borrowed until unload. NOT_FOUND for a stale handle. */
+EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const char** out);
+
+/* Releases the plugin and unloads its library. FAILED_PRECONDITION while a
+ * profiler that uses it exists; NOT_FOUND for a stale handle. */
+EPPROF_API epprof_status* epprof_plugin_unload(epprof_plugin_t plugin);
+
+/* ---- Profilers ---- */
+
+typedef struct epprof_profiler_t {
+  uint64_t handle;
+} epprof_profiler_t;
+
+/* Timestamp encoding of the written trace. */
+typedef enum epprof_timestamp_format {
+  EPPROF_TIMESTAMPS_FRACTIONAL_US = 0, /* ts/dur in µs with ns digits (default) */
+  EPPROF_TIMESTAMPS_INTEGER_US = 1     /* integer µs, as ONNX Runtime writes */
+} epprof_timestamp_format;
+
+/* Filled by the caller. `size` must be set to sizeof(epprof_profiler_config);
+ * epprof reads only the fields that size covers, so the struct can grow.
+ * Zero fields take their defaults. */
+typedef struct epprof_profiler_config {
+  size_t size;
+  /* Trace file to write at stop. Required. Checked at create: a directory
+   * that cannot be written is an error then, not at the end. */
+  const char* trace_path;
+  /* A label for the scope, written in the metadata ("session", "run 3").
+   * Default "profile". */
+  const char* scope_name;
+  /* Resident bytes of recorded host events before full chunks spill to
+   * disk. Default 64 MiB; at least 1 MiB is used. */
+  uint64_t memory_budget_bytes;
+  /* Bytes that may be spilled to disk before events are dropped (and
+   * counted). Default 16 GiB. */
+  uint64_t disk_budget_bytes;
+  /* Directory for spill files (unlinked at once, so none is left behind).
+   * Default: the trace file's directory. */
+  const char* spill_directory;
+  /* An epprof_timestamp_format. */
+  uint32_t timestamp_format;
+  uint32_t reserved;
+} epprof_profiler_config;
+
+/* Counts of what a stopped profiler wrote. `size` as for the config. */
+typedef struct epprof_trace_stats {
+  size_t size;
+  uint64_t host_events;                /* host events written */
+  uint64_t device_events;              /* plugin events written */
+  uint64_t dropped_events;             /* host events lost to the disk budget */
+  uint64_t unattributed_device_events; /* plugin events whose id matched no host event */
+  uint64_t spilled_bytes;              /* bytes written to spill files */
+  uint64_t plugin_errors;              /* plugin slot calls that returned an error */
+} epprof_trace_stats;
+
+/* Creates a profiler (not yet started). Returns INVALID_ARGUMENT for a NULL
+ * or too-small config, a missing trace path or an unknown timestamp format;
+ * IO_ERROR when the trace's directory cannot be written; RESOURCE_EXHAUSTED
+ * when 256 profilers exist. Thread-safe. */
+EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* config,
+                                                 epprof_profiler_t* out);
+
+/* Gives the profiler its own EP profiler instance from `plugin`. Call before
+ * start. Returns NOT_FOUND for a stale handle, FAILED_PRECONDITION once
+ * started, PLUGIN_ERROR when the plugin cannot create a profiler or returns
+ * one that lacks a required slot or was built for a newer ABI. */
+EPPROF_API epprof_status* epprof_profiler_add_plugin(epprof_profiler_t profiler,
+                                                     epprof_plugin_t plugin);
+
+/* Records `value` (copied) under `key` in the trace metadata. NOT_FOUND,
+ * INVALID_ARGUMENT for NULL strings. Thread-safe. */
+EPPROF_API epprof_status* epprof_profiler_set_metadata(epprof_profiler_t profiler, const char* key,
+                                                       const char* value);
+
+/* Starts recording: T0 is now; each EP profiler gets start_profiling.
+ * FAILED_PRECONDITION if already started or stopped; NOT_FOUND. */
+EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler);
+
+/* Stops recording, collects every EP profiler's events, attributes them,
+ * merges and writes the trace (to a temporary file renamed into place, so a
+ * failure never leaves a partial trace). Every event must have ended and no
+ * thread may be recording into this profiler. `stats` may be NULL. Returns
+ * NOT_FOUND, FAILED_PRECONDITION if not running, IO_ERROR if the trace
+ * cannot be written. Plugin errors do not fail the stop: they are logged
+ * once per slot kind and recorded in the trace. */
+EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
+                                               epprof_trace_stats* stats);
+
+/* Destroys the profiler (stopping it first, without writing, if running)
+ * and releases its EP profiler instances. The handle becomes stale.
+ * NOT_FOUND for a stale handle. */
+EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler);
+
+/* ---- Hot path. Called on the thread that runs the event. ---- */
+
+/* Begins a host event on the calling thread and calls start_event on each
+ * EP profiler. `correlation_id` comes from epprof_correlation_id_next(); a
+ * host that reports one event to two profilers (session and run) passes the
+ * same id to both. No lock, allocation or syscall. Returns NULL (also for
+ * the zero handle); INVALID_ARGUMENT for an unknown category, name id 0 or
+ * correlation id 0; NOT_FOUND for a stale handle; FAILED_PRECONDITION when
+ * the profiler is not running; RESOURCE_EXHAUSTED past 256 nested events. */
+EPPROF_API epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
+                                             epprof_name_id name, uint64_t correlation_id);
+
+/* Ends the innermost open event of the calling thread, which must be
+ * `correlation_id`, attaches `args` (copied; NULL when num_args is 0; at
+ * most 32), and calls stop_event on each EP profiler. Returns NULL;
+ * INVALID_ARGUMENT if the id is not the innermost open event (nothing
+ * changes), for bad args or more than 32; NOT_FOUND; FAILED_PRECONDITION. */
+EPPROF_API epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
+                                           const epprof_arg* args, size_t num_args);
+
+/* Records a complete host event measured by the host: `start_ns` on the
+ * host clock (epprof_clock_now_ns), `dur_ns` >= 0. EP profilers are not
+ * called. Same statuses as begin + end. */
+EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof_category category,
+                                              epprof_name_id name, uint64_t correlation_id,
+                                              int64_t start_ns, int64_t dur_ns,
+                                              const epprof_arg* args, size_t num_args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EPPROF_PROFILER_H */

@@ -1,0 +1,70 @@
+// Pins the layout of every public struct, version by version: reordering or
+// resizing a field fails the build instead of breaking plugins and hosts.
+#include <cstddef>
+
+#include "epprof/epprof.h"
+
+#define EPPROF_PIN(type, field, offset) \
+  static_assert(offsetof(type, field) == (offset), #type "." #field " moved")
+
+// epprof_ep_profiler, ABI version 1.
+EPPROF_PIN(epprof_ep_profiler, abi_version, 0);
+EPPROF_PIN(epprof_ep_profiler, start_profiling, 8);
+EPPROF_PIN(epprof_ep_profiler, start_event, 16);
+EPPROF_PIN(epprof_ep_profiler, stop_event, 24);
+EPPROF_PIN(epprof_ep_profiler, end_profiling, 32);
+EPPROF_PIN(epprof_ep_profiler, release, 40);
+static_assert(sizeof(epprof_ep_profiler) == 48, "epprof_ep_profiler v1 size");
+
+// epprof_plugin, ABI version 1.
+EPPROF_PIN(epprof_plugin, abi_version, 0);
+EPPROF_PIN(epprof_plugin, name, 8);
+EPPROF_PIN(epprof_plugin, create_profiler, 16);
+EPPROF_PIN(epprof_plugin, release, 24);
+static_assert(sizeof(epprof_plugin) == 32, "epprof_plugin v1 size");
+
+// epprof_host_api, ABI version 1.
+EPPROF_PIN(epprof_host_api, abi_version, 0);
+EPPROF_PIN(epprof_host_api, status_create, 8);
+EPPROF_PIN(epprof_host_api, status_release, 16);
+EPPROF_PIN(epprof_host_api, status_get_code, 24);
+EPPROF_PIN(epprof_host_api, status_get_message, 32);
+EPPROF_PIN(epprof_host_api, clock_now_ns, 40);
+EPPROF_PIN(epprof_host_api, event_create, 48);
+EPPROF_PIN(epprof_host_api, event_release, 56);
+EPPROF_PIN(epprof_host_api, event_get_category, 64);
+EPPROF_PIN(epprof_host_api, event_get_name, 72);
+EPPROF_PIN(epprof_host_api, event_get_timing, 80);
+EPPROF_PIN(epprof_host_api, event_get_correlation_id, 88);
+EPPROF_PIN(epprof_host_api, event_get_arg_count, 96);
+EPPROF_PIN(epprof_host_api, event_get_arg, 104);
+EPPROF_PIN(epprof_host_api, event_find_arg, 112);
+EPPROF_PIN(epprof_host_api, sink_append, 120);
+EPPROF_PIN(epprof_host_api, sink_set_metadata, 128);
+EPPROF_PIN(epprof_host_api, sink_set_track_name, 136);
+static_assert(sizeof(epprof_host_api) == 144, "epprof_host_api v1 size");
+
+// Caller-filled structs grow at the end only.
+EPPROF_PIN(epprof_profiler_config, size, 0);
+EPPROF_PIN(epprof_profiler_config, trace_path, 8);
+EPPROF_PIN(epprof_profiler_config, scope_name, 16);
+EPPROF_PIN(epprof_profiler_config, memory_budget_bytes, 24);
+EPPROF_PIN(epprof_profiler_config, disk_budget_bytes, 32);
+EPPROF_PIN(epprof_profiler_config, spill_directory, 40);
+EPPROF_PIN(epprof_profiler_config, timestamp_format, 48);
+EPPROF_PIN(epprof_trace_stats, size, 0);
+EPPROF_PIN(epprof_trace_stats, host_events, 8);
+EPPROF_PIN(epprof_trace_stats, device_events, 16);
+EPPROF_PIN(epprof_trace_stats, dropped_events, 24);
+EPPROF_PIN(epprof_trace_stats, unattributed_device_events, 32);
+EPPROF_PIN(epprof_trace_stats, spilled_bytes, 40);
+EPPROF_PIN(epprof_trace_stats, plugin_errors, 48);
+EPPROF_PIN(epprof_arg, key, 0);
+EPPROF_PIN(epprof_arg, type, 4);
+EPPROF_PIN(epprof_arg, value, 8);
+static_assert(sizeof(epprof_arg) == 16, "epprof_arg size");
+
+// Category values are ONNX Runtime's where they overlap.
+static_assert(EPPROF_CATEGORY_SESSION == 0 && EPPROF_CATEGORY_NODE == 1 &&
+                  EPPROF_CATEGORY_KERNEL == 2 && EPPROF_CATEGORY_API == 3,
+              "categories keep ONNX Runtime's numbering");

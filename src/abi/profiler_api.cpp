@@ -1,0 +1,329 @@
+// C entry points for profilers, including the hot path, and the
+// process-wide services (interning, ids, clock, thread names).
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "abi/plugin.h"
+#include "abi/status.h"
+#include "core/ids.h"
+#include "core/intern.h"
+#include "core/profiler.h"
+#include "core/threads.h"
+#include "epprof/profiler.h"
+
+namespace epprof::abi {
+namespace {
+
+using core::kMaxProfilers;
+using core::Profiler;
+
+// Handle = generation << 8 | slot. A slot's handle changes when its
+// profiler is destroyed, so an old handle is recognised as stale.
+struct ProfilerSlot {
+  std::atomic<uint64_t> handle{0};
+  Profiler* profiler = nullptr;  // published before handle, retracted after
+};
+
+ProfilerSlot g_slots[kMaxProfilers];
+std::mutex g_slots_mu;  // create/destroy and thread registration
+uint64_t g_generation = 0;
+
+epprof_status* not_found(const char* fn) {
+  return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed profiler handle");
+}
+
+// Control-path lookup (takes no lock; the caller holds g_slots_mu when the
+// profiler could be destroyed concurrently).
+Profiler* find(epprof_profiler_t p) {
+  ProfilerSlot& s = g_slots[p.handle & (kMaxProfilers - 1)];
+  if (p.handle == 0 || s.handle.load(std::memory_order_acquire) != p.handle) return nullptr;
+  return s.profiler;
+}
+
+// The calling thread's stream in profiler `p`, registering the thread on
+// first use. Sets *err (and returns nullptr) for a stale handle or a
+// profiler that is not running.
+inline core::ThreadStream* stream_for(epprof_profiler_t p, Profiler** prof, epprof_status** err,
+                                      const char* fn) {
+  const uint32_t idx = uint32_t(p.handle & (kMaxProfilers - 1));
+  ProfilerSlot& slot = g_slots[idx];
+  if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != p.handle, 0)) {
+    *err = not_found(fn);
+    return nullptr;
+  }
+  Profiler* pr = slot.profiler;
+  if (__builtin_expect(pr->state() != Profiler::State::kRunning, 0)) {
+    *err = make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the profiler is " +
+                                                       (pr->state() == Profiler::State::kCreated
+                                                            ? "not started yet"
+                                                            : "already stopped"));
+    return nullptr;
+  }
+  *prof = pr;
+  core::ThreadCache& tc = core::thread_cache();
+  core::ThreadCache::Entry& e = tc.entries[idx];
+  if (__builtin_expect(e.handle == p.handle, 1)) return e.stream;
+  std::lock_guard<std::mutex> lock(g_slots_mu);
+  if (slot.handle.load(std::memory_order_relaxed) != p.handle) {
+    *err = not_found(fn);
+    return nullptr;
+  }
+  e.stream = pr->add_thread(tc.tid);
+  e.handle = p.handle;
+  return e.stream;
+}
+
+bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_COUNT_; }
+
+epprof_status* check_event_ids(const char* fn, epprof_category category, epprof_name_id name,
+                               uint64_t correlation_id) {
+  if (!valid_category(category))
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": unknown category " + std::to_string(int(category)));
+  if (name == 0 || !core::interned(name))
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": name " + std::to_string(name) +
+                           " is not an id returned by epprof_intern");
+  if (correlation_id == 0)
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": correlation id 0; use epprof_correlation_id_next()");
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace epprof::abi
+
+using epprof::abi::make_status;
+using epprof::abi::null_argument;
+
+extern "C" {
+
+EPPROF_API const char* epprof_version(void) { return EPPROF_VERSION_STRING; }
+
+EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
+  EPPROF_API_BEGIN
+  if (!out) return null_argument("epprof_intern", "out");
+  if (!str) return null_argument("epprof_intern", "str");
+  epprof_name_id id = epprof::core::intern(str);
+  if (!id)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern: the string table is full");
+  *out = id;
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API const char* epprof_name(epprof_name_id id) {
+  const std::string* s = epprof::core::interned(id);
+  return s ? s->c_str() : nullptr;
+}
+
+EPPROF_API uint64_t epprof_correlation_id_next(void) {
+  return epprof::core::next_correlation_id();
+}
+
+EPPROF_API int64_t epprof_clock_now_ns(void) { return epprof::core::monotonic_ns(); }
+
+EPPROF_API epprof_status* epprof_set_thread_name(const char* name) {
+  EPPROF_API_BEGIN
+  if (!name) return null_argument("epprof_set_thread_name", "name");
+  epprof::core::set_thread_name(epprof::core::thread_cache().tid, name);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* config,
+                                                 epprof_profiler_t* out) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_profiler_create";
+  if (!out) return null_argument(fn, "out");
+  if (!config) return null_argument(fn, "config");
+  // Read only what the caller's size covers; fields past it keep defaults.
+  epprof_profiler_config c{};
+  if (config->size < offsetof(epprof_profiler_config, trace_path) + sizeof(const char*))
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": config->size (" + std::to_string(config->size) +
+                           ") is too small; set it to sizeof(epprof_profiler_config)");
+  std::memcpy(&c, config, std::min(config->size, sizeof c));
+  if (!c.trace_path || !*c.trace_path)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": trace_path is required");
+  if (c.timestamp_format > EPPROF_TIMESTAMPS_INTEGER_US)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown timestamp_format " +
+                                                    std::to_string(c.timestamp_format));
+  core::ProfilerConfig pc;
+  pc.trace_path = c.trace_path;
+  if (c.scope_name && *c.scope_name) pc.scope_name = c.scope_name;
+  if (c.memory_budget_bytes) pc.memory_budget_bytes = std::max<uint64_t>(c.memory_budget_bytes, 1 << 20);
+  if (c.disk_budget_bytes) pc.disk_budget_bytes = c.disk_budget_bytes;
+  if (c.spill_directory) pc.spill_dir = c.spill_directory;
+  pc.integer_timestamps = c.timestamp_format == EPPROF_TIMESTAMPS_INTEGER_US;
+
+  std::unique_ptr<core::Profiler> prof;
+  try {
+    prof = std::make_unique<core::Profiler>(std::move(pc));
+  } catch (const std::runtime_error& e) {
+    return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + e.what());
+  }
+  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+  for (uint32_t i = 0; i < core::kMaxProfilers; ++i) {
+    abi::ProfilerSlot& s = abi::g_slots[i];
+    if (s.handle.load(std::memory_order_relaxed) != 0) continue;
+    uint64_t h = (++abi::g_generation << 8) | i;
+    prof->set_handle(h);
+    s.profiler = prof.release();
+    s.handle.store(h, std::memory_order_release);
+    out->handle = h;
+    return nullptr;
+  }
+  return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                     std::string(fn) + ": " + std::to_string(core::kMaxProfilers) +
+                         " profilers exist; destroy one first");
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_add_plugin(epprof_profiler_t profiler,
+                                                     epprof_plugin_t plugin) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_profiler_add_plugin";
+  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+  core::Profiler* p = abi::find(profiler);
+  if (!p) return abi::not_found(fn);
+  if (p->state() != core::Profiler::State::kCreated)
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": plugins must be added before the profiler starts");
+  auto loaded = abi::plugin_table_get(plugin.handle);
+  if (!loaded)
+    return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
+  try {
+    p->add_plugin(std::move(loaded));
+  } catch (const std::runtime_error& e) {
+    return make_status(EPPROF_PLUGIN_ERROR, std::string(fn) + ": " + e.what());
+  }
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_set_metadata(epprof_profiler_t profiler, const char* key,
+                                                       const char* value) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_profiler_set_metadata";
+  if (!key || !value) return null_argument(fn, "key or value");
+  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+  core::Profiler* p = abi::find(profiler);
+  if (!p) return abi::not_found(fn);
+  p->set_metadata(key, value);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_profiler_start";
+  core::Profiler* p;
+  {
+    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    p = abi::find(profiler);
+  }
+  if (!p) return abi::not_found(fn);
+  if (p->state() != core::Profiler::State::kCreated)
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": the profiler was already started");
+  p->start();
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
+                                               epprof_trace_stats* stats) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_profiler_stop";
+  core::Profiler* p;
+  {
+    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    p = abi::find(profiler);
+  }
+  if (!p) return abi::not_found(fn);
+  if (p->state() != core::Profiler::State::kRunning)
+    return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the profiler is " +
+                                                       (p->state() == core::Profiler::State::kCreated
+                                                            ? "not started"
+                                                            : "already stopped"));
+  std::string error = p->stop(stats);
+  if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  std::unique_ptr<core::Profiler> doomed;
+  {
+    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    core::Profiler* p = abi::find(profiler);
+    if (!p) return abi::not_found("epprof_profiler_destroy");
+    abi::ProfilerSlot& s = abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)];
+    s.handle.store(0, std::memory_order_release);
+    s.profiler = nullptr;
+    doomed.reset(p);
+  }
+  return nullptr;  // `doomed` releases EP instances outside the lock
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
+                                             epprof_name_id name, uint64_t correlation_id) {
+  if (profiler.handle == 0) return nullptr;
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  if (__builtin_expect(!abi::valid_category(category) || name == 0 || correlation_id == 0, 0))
+    return abi::check_event_ids("epprof_event_begin", category, name, correlation_id);
+  core::Profiler* p = nullptr;
+  epprof_status* err = nullptr;
+  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, "epprof_event_begin");
+  if (!s) return err;
+  return p->begin(*s, uint8_t(category), name, correlation_id);
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
+                                           const epprof_arg* args, size_t num_args) {
+  if (profiler.handle == 0) return nullptr;
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  core::Profiler* p = nullptr;
+  epprof_status* err = nullptr;
+  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, "epprof_event_end");
+  if (!s) return err;
+  return p->end(*s, correlation_id, args, num_args);
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof_category category,
+                                              epprof_name_id name, uint64_t correlation_id,
+                                              int64_t start_ns, int64_t dur_ns,
+                                              const epprof_arg* args, size_t num_args) {
+  if (profiler.handle == 0) return nullptr;
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_event_record";
+  if (epprof_status* st = abi::check_event_ids(fn, category, name, correlation_id)) return st;
+  if (dur_ns < 0)
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": negative duration " + std::to_string(dur_ns));
+  core::Profiler* p = nullptr;
+  epprof_status* err = nullptr;
+  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, fn);
+  if (!s) return err;
+  return p->record(*s, uint8_t(category), name, correlation_id, start_ns, dur_ns, args, num_args);
+  EPPROF_API_END
+}
+
+}  // extern "C"

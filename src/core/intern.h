@@ -1,0 +1,20 @@
+// Process-wide string interning. Names are interned once, off the hot path;
+// records carry the 32-bit id. Lookup by id is lock-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace epprof::core {
+
+constexpr uint32_t kMaxInterned = 1u << 22;
+
+// Returns the id of `s` (interning it if new), or 0 when the table is full.
+// Throws std::bad_alloc on allocation failure.
+uint32_t intern(std::string_view s);
+
+// The interned string, or nullptr for an unknown id.
+const std::string* interned(uint32_t id) noexcept;
+
+}  // namespace epprof::core

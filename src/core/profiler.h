@@ -1,0 +1,113 @@
+// A profiler: one profiling scope. It owns the recorder of its host events,
+// its EP profiler instances, and at stop builds the timeline and writes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "abi/event.h"
+#include "abi/plugin.h"
+#include "core/clock.h"
+#include "core/recorder.h"
+#include "epprof/profiler.h"
+
+namespace epprof::exporter {
+class AtomicFile;
+}
+
+namespace epprof::core {
+
+struct ProfilerConfig {
+  std::string trace_path;
+  std::string scope_name = "profile";
+  uint64_t memory_budget_bytes = 64ull << 20;
+  uint64_t disk_budget_bytes = 16ull << 30;
+  std::string spill_dir;
+  bool integer_timestamps = false;
+};
+
+class Profiler {
+ public:
+  enum class State : int { kCreated, kRunning, kStopped };
+
+  // Opens the temporary trace file now, so an unwritable path fails here.
+  // Throws std::runtime_error with a message naming the path on failure.
+  explicit Profiler(ProfilerConfig config);
+  ~Profiler();
+
+  uint64_t handle() const { return handle_; }
+  void set_handle(uint64_t h) { handle_ = h; }
+  State state() const { return state_.load(std::memory_order_acquire); }
+
+  // Before start only (the caller checks the state).
+  void add_plugin(std::shared_ptr<abi::LoadedPlugin> plugin);
+  bool uses_plugins() const { return !eps_.empty(); }
+  void set_metadata(std::string key, std::string value);
+
+  void start();
+  // Writes the trace. Returns an empty string on success, else the reason.
+  std::string stop(epprof_trace_stats* stats);
+
+  ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
+
+  // ---- hot path; the caller has checked the handle and the state ----
+  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id) {
+    if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return too_deep();
+    s.open[s.depth++] = OpenEvent{now_ticks(), id, name, category};
+    if (eps_want_events_)
+      for (auto& ep : eps_) ep->start_event(id);
+    return nullptr;
+  }
+
+  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args) {
+    const uint64_t t = now_ticks();
+    if (__builtin_expect(s.depth == 0 || s.open[s.depth - 1].correlation_id != id, 0))
+      return mismatched_end(s, id);
+    const OpenEvent o = s.open[s.depth - 1];
+    if (num_args == 0) {
+      Record* r = recorder_.reserve(s, 1);
+      *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
+    } else if (epprof_status* st = write_with_args(s, o, t - o.ts, args, num_args)) {
+      return st;  // bad args: the event stays open, nothing recorded
+    }
+    --s.depth;
+    if (eps_want_stop_) notify_stop(s, o, t, args, num_args);
+    return nullptr;
+  }
+
+  epprof_status* record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
+                        int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
+                        size_t num_args);
+
+ private:
+  epprof_status* too_deep() const;
+  epprof_status* mismatched_end(const ThreadStream& s, uint64_t id) const;
+  epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur_ticks,
+                                 const epprof_arg* args, size_t num_args);
+  void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
+                   const epprof_arg* args, size_t num_args);
+  std::string write_trace(epprof_trace_stats* stats);
+
+  ProfilerConfig config_;
+  uint64_t handle_ = 0;
+  std::atomic<State> state_{State::kCreated};
+  std::unique_ptr<exporter::AtomicFile> file_;
+  Recorder recorder_;
+  std::vector<std::unique_ptr<abi::EpInstance>> eps_;
+  bool eps_want_events_ = false;
+  bool eps_want_stop_ = false;
+
+  ClockPair start_pair_{};
+  ClockPair stop_pair_{};
+  int64_t t0_epoch_ns_ = 0;
+  TickConverter provisional_;  // ticks → ns until stop has the second point
+
+  std::mutex meta_mu_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+}  // namespace epprof::core

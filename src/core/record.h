@@ -1,0 +1,58 @@
+// The fixed-size record every host event is stored as, and the encoding of
+// its args in the 32-byte slots that follow it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace epprof::core {
+
+// One host event: 32 bytes, written once when the event ends.
+struct Record {
+  uint64_t ts;              // start, raw ticks
+  uint64_t dur;             // duration, ticks
+  uint64_t correlation_id;  // never 0
+  uint32_t name;            // interned id
+  uint8_t category;         // epprof_category
+  uint8_t flags;            // reserved, 0
+  uint16_t arg_slots;       // 32-byte slots of arg payload that follow
+};
+static_assert(sizeof(Record) == 32, "records are 32 bytes: half a cache line");
+
+constexpr size_t kSlotBytes = sizeof(Record);
+constexpr size_t kMaxArgs = 32;
+// Longer string values are interned instead of copied inline, so every
+// record with its args fits in one chunk.
+constexpr size_t kMaxInlineValue = 256;
+
+// Arg payload: u32 count, then per arg: u32 key, u8 type, 3 bytes padding,
+// then the value: i64 | u32 length + bytes (padded to 4) | u32 interned id.
+enum class StoredArg : uint8_t { kString = 0, kInt64 = 1, kJson = 2, kStringId = 3, kJsonId = 4 };
+
+struct ArgView {
+  uint32_t key;
+  bool is_json;  // raw JSON text rather than a string
+  bool is_int;
+  int64_t i64;
+  std::string_view str;
+};
+
+// Walks the args of one record; the payload must be well formed (it is
+// produced only by ArgEncoder).
+class ArgIterator {
+ public:
+  explicit ArgIterator(const Record* r) noexcept;
+  bool next(ArgView& out) noexcept;
+  uint32_t count() const noexcept { return count_; }
+
+ private:
+  const unsigned char* p_ = nullptr;
+  uint32_t count_ = 0;
+  uint32_t seen_ = 0;
+};
+
+inline size_t slots_for_bytes(size_t bytes) noexcept { return (bytes + kSlotBytes - 1) / kSlotBytes; }
+
+}  // namespace epprof::core

@@ -1,0 +1,203 @@
+#include "export/chrome_trace.h"
+
+#include <simdjson.h>
+
+#include "core/intern.h"
+
+namespace epprof::exporter {
+namespace {
+
+constexpr size_t kJsonCacheLimit = 4096;
+
+}  // namespace
+
+const char* category_name(uint8_t category) noexcept {
+  static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == 6, "one name per epprof_category");
+  return category < 6 ? kNames[category] : "Unknown";
+}
+
+ChromeTraceSink::ChromeTraceSink(int fd, bool integer_timestamps)
+    : w_(fd), integer_(integer_timestamps) {
+  w_.raw("[\n");
+}
+
+void ChromeTraceSink::open_item() {
+  if (!first_) w_.raw(",\n");
+  first_ = false;
+}
+
+void ChromeTraceSink::common(const char* cat, std::string_view name, int64_t pid, int64_t tid,
+                             int64_t ts_ns) {
+  open_item();
+  w_.raw("{\"cat\":\"");
+  w_.raw(cat);
+  w_.raw("\",\"name\":");
+  w_.string(name);
+  w_.raw(",\"pid\":");
+  w_.i64(pid);
+  w_.raw(",\"tid\":");
+  w_.i64(tid);
+  w_.raw(",\"ts\":");
+  w_.micros(ts_ns, integer_);
+}
+
+void ChromeTraceSink::json_arg_value(std::string_view text) {
+  // Raw JSON args (type shapes) are written unquoted, as ONNX Runtime does,
+  // but only once a real parser accepted them: the trace must stay valid.
+  bool valid = valid_json_.count(std::string(text)) != 0;
+  if (!valid) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    valid = parser.parse(text.data(), text.size(), true).get(doc) == simdjson::SUCCESS;
+    if (valid && valid_json_.size() < kJsonCacheLimit) valid_json_.emplace(text);
+  }
+  if (valid)
+    w_.raw(text);
+  else
+    w_.string(text);
+}
+
+void ChromeTraceSink::host_event(const HostEventOut& e) {
+  common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
+  w_.raw(",\"dur\":");
+  w_.micros(e.dur_ns, integer_);
+  w_.raw(",\"ph\":\"X\",\"args\":{");
+  core::ArgIterator it(e.record);
+  core::ArgView a;
+  bool first = true;
+  while (it.next(a)) {
+    if (!first) w_.raw(',');
+    first = false;
+    const std::string* key = core::interned(a.key);
+    w_.string(key ? std::string_view(*key) : std::string_view("?"));
+    w_.raw(':');
+    if (a.is_int) {
+      w_.raw('"');
+      w_.i64(a.i64);
+      w_.raw('"');
+    } else if (a.is_json) {
+      json_arg_value(a.str);
+    } else {
+      w_.string(a.str);
+    }
+  }
+  if (!first) w_.raw(',');
+  w_.raw("\"correlation_id\":\"");
+  w_.u64(e.correlation_id);
+  w_.raw("\"}}");
+}
+
+void ChromeTraceSink::device_event(const DeviceEventOut& e) {
+  common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
+  w_.raw(",\"dur\":");
+  w_.micros(e.dur_ns, integer_);
+  w_.raw(",\"ph\":\"X\",\"args\":{");
+  bool first = true;
+  auto field = [&](std::string_view k, std::string_view v) {
+    if (!first) w_.raw(',');
+    first = false;
+    w_.string(k);
+    w_.raw(':');
+    w_.string(v);
+  };
+  const Attribution* a = e.attribution;
+  for (size_t i = 0; i < e.keys->size(); ++i) {
+    // Attribution is the host's word: a plugin arg of the same name yields.
+    const std::string& k = (*e.keys)[i];
+    if (a && (k == "correlation_id" || k == "unattributed" ||
+              ((a->is_node || a->resolved) && k == "parent_name") ||
+              (a->is_node && (k == "op_name" || k == "node_index"))))
+      continue;
+    field(k, (*e.values)[i]);
+  }
+  if (a) {
+    if (!first) w_.raw(',');
+    first = false;
+    w_.raw("\"correlation_id\":\"");
+    w_.u64(a->correlation_id);
+    w_.raw('"');
+    if (a->is_node) {
+      field("op_name", a->op_name);
+      field("node_index", a->node_index);
+      field("parent_name", a->parent_name);
+    } else if (a->resolved) {
+      field("parent_name", a->parent_name);
+    } else {
+      field("unattributed", "true");
+    }
+  }
+  w_.raw("}}");
+}
+
+void ChromeTraceSink::flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns,
+                           int64_t device_tid, int64_t device_ts_ns) {
+  common("Flow", "node_to_device", pid, host_tid, host_ts_ns);
+  w_.raw(",\"ph\":\"s\",\"id\":");
+  w_.u64(id);
+  w_.raw(",\"args\":{}}");
+  common("Flow", "node_to_device", pid, device_tid, device_ts_ns);
+  w_.raw(",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+  w_.u64(id);
+  w_.raw(",\"args\":{}}");
+}
+
+void ChromeTraceSink::track_name(const TrackName& t) {
+  const bool process = t.tid < 0;
+  common("__metadata", process ? "process_name" : "thread_name", t.pid, process ? 0 : t.tid, 0);
+  w_.raw(",\"ph\":\"M\",\"args\":{\"name\":");
+  w_.string(t.name);
+  w_.raw("}}");
+}
+
+void ChromeTraceSink::metadata(int64_t pid, const MetadataFields& fields) {
+  common("Metadata", "epprof_metadata", pid, 0, 0);
+  w_.raw(",\"ph\":\"M\",\"args\":{");
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) w_.raw(',');
+    w_.string(fields[i].first);
+    w_.raw(':');
+    meta_value(fields[i].second);
+  }
+  w_.raw("}}");
+}
+
+void ChromeTraceSink::meta_value(const MetaValue& v) {
+  switch (v.kind) {
+    case MetaValue::Kind::kString:
+      w_.string(v.str);
+      break;
+    case MetaValue::Kind::kInt:
+      w_.i64(v.i64);
+      break;
+    case MetaValue::Kind::kObject:
+      w_.raw('{');
+      for (size_t i = 0; i < v.members.size(); ++i) {
+        if (i) w_.raw(',');
+        w_.string(v.members[i].first);
+        w_.raw(':');
+        meta_value(v.members[i].second);
+      }
+      w_.raw('}');
+      break;
+    case MetaValue::Kind::kArray:
+      w_.raw('[');
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        if (i) w_.raw(',');
+        meta_value(v.items[i]);
+      }
+      w_.raw(']');
+      break;
+  }
+}
+
+bool ChromeTraceSink::finish(std::string* error) {
+  w_.raw("\n]\n");
+  if (!w_.flush()) {
+    if (error) *error = w_.error();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace epprof::exporter

@@ -1,0 +1,47 @@
+// The Chrome trace JSON writer: a JSON array of events that tools written
+// for ONNX Runtime profiles read (every item has cat, name, pid, tid, ts,
+// ph, args; ONNX Runtime's names and arg spellings), plus device tracks,
+// flows and one epprof metadata record.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include "export/json_writer.h"
+#include "export/trace_sink.h"
+
+namespace epprof::exporter {
+
+// ONNX Runtime's category spellings ("Session", "Node", "Kernel", "Api"),
+// then epprof's ("Memcpy", "Counter"); "Unknown" past the end.
+const char* category_name(uint8_t category) noexcept;
+
+class ChromeTraceSink final : public TraceSink {
+ public:
+  // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs.
+  ChromeTraceSink(int fd, bool integer_timestamps);
+
+  void host_event(const HostEventOut& e) override;
+  void device_event(const DeviceEventOut& e) override;
+  void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
+            int64_t device_ts_ns) override;
+  void track_name(const TrackName& t) override;
+  void metadata(int64_t pid, const MetadataFields& fields) override;
+  bool finish(std::string* error) override;
+
+  uint64_t bytes_written() const { return w_.bytes_written(); }
+
+ private:
+  void open_item();
+  void common(const char* cat, std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns);
+  void json_arg_value(std::string_view text);
+  void meta_value(const MetaValue& v);
+
+  JsonWriter w_;
+  bool integer_;
+  bool first_ = true;
+  std::unordered_set<std::string> valid_json_;  // JSON arg texts already checked
+};
+
+}  // namespace epprof::exporter

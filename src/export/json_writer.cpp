@@ -1,0 +1,218 @@
+#include "export/json_writer.h"
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+
+namespace epprof::exporter {
+
+JsonWriter::JsonWriter(int fd, size_t buffer_size) : fd_(fd) {
+  const size_t size = std::max(buffer_size, kMinBufferSize);
+  buf_.reset(new (std::nothrow) char[size]);
+  if (!buf_) {
+    fail(("cannot allocate a " + std::to_string(size) + "-byte trace buffer").c_str(), ENOMEM);
+    return;
+  }
+  cap_ = size;
+}
+
+void JsonWriter::fail(const char* what, int err) {
+  ok_ = false;
+  error_ = std::string(what) + ": " + std::strerror(err);
+  // A zero capacity sends every inline fast path to its slow path, which
+  // checks ok_ and drops the data.
+  cap_ = 0;
+  len_ = 0;
+}
+
+bool JsonWriter::write_all(const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      fail(("write to fd " + std::to_string(fd_) + " failed").c_str(), err);
+      return false;
+    }
+    if (w == 0) {  // Not expected for regular files; avoid spinning forever.
+      fail(("write to fd " + std::to_string(fd_) + " made no progress").c_str(), EIO);
+      return false;
+    }
+    data += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+bool JsonWriter::flush() {
+  if (!ok_) return false;
+  if (len_ > 0) {
+    if (!write_all(buf_.get(), len_)) return false;
+    flushed_ += len_;
+    len_ = 0;
+  }
+  return true;
+}
+
+char* JsonWriter::reserve_slow(size_t n) {
+  if (!flush()) return nullptr;
+  return n <= cap_ ? buf_.get() : nullptr;
+}
+
+void JsonWriter::append_slow(const char* data, size_t n) {
+  if (!ok_) return;
+  // Top up the buffer so writes stay block-sized, then send what is left
+  // straight to the fd if it is at least a buffer's worth.
+  const size_t k = std::min(n, cap_ - len_);
+  std::memcpy(buf_.get() + len_, data, k);
+  len_ += k;
+  data += k;
+  n -= k;
+  if (n == 0) return;
+  if (!flush()) return;
+  if (n >= cap_) {
+    if (write_all(data, n)) flushed_ += n;
+    return;
+  }
+  std::memcpy(buf_.get(), data, n);
+  len_ = n;
+}
+
+void JsonWriter::escape_byte(unsigned char c) {
+  char* p = reserve(6);
+  if (!p) return;
+  const char* shortcut = nullptr;
+  switch (c) {
+    case '"': shortcut = "\\\""; break;
+    case '\\': shortcut = "\\\\"; break;
+    case '\b': shortcut = "\\b"; break;
+    case '\f': shortcut = "\\f"; break;
+    case '\n': shortcut = "\\n"; break;
+    case '\r': shortcut = "\\r"; break;
+    case '\t': shortcut = "\\t"; break;
+    default: break;
+  }
+  if (shortcut) {
+    p[0] = shortcut[0];
+    p[1] = shortcut[1];
+    len_ += 2;
+    return;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::memcpy(p, "\\u00", 4);
+  p[4] = kHex[c >> 4];
+  p[5] = kHex[c & 0xF];
+  len_ += 6;
+}
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at p (lead byte >= 0x80),
+// or, if there is none, minus the length of its maximal invalid subpart: the
+// longest prefix that could still begin a well-formed sequence, at least 1.
+// Ranges per Unicode Table 3-7; the narrowed second-byte ranges exclude
+// overlongs (E0, F0), surrogates (ED) and code points > U+10FFFF (F4).
+ptrdiff_t utf8_sequence(const unsigned char* p, size_t avail) {
+  const unsigned char c = p[0];
+  size_t need;  // continuation bytes after the lead
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return -1;  // continuation byte, C0/C1 (always overlong), F5..FF
+  }
+  size_t k = 1;
+  if (k < avail && p[k] >= lo && p[k] <= hi) {
+    ++k;
+    while (k <= need && k < avail && p[k] >= 0x80 && p[k] <= 0xBF) ++k;
+  }
+  return k == need + 1 ? ptrdiff_t(k) : -ptrdiff_t(k);
+}
+
+}  // namespace
+
+void JsonWriter::utf8_run(const unsigned char* p, size_t n) {
+  const char* s = reinterpret_cast<const char*>(p);
+  // The run starts and ends at character boundaries (next to ASCII or the
+  // string's ends), so validating it alone is exact.
+  if (simdjson::validate_utf8(s, n)) {
+    raw(std::string_view(s, n));
+    return;
+  }
+  size_t copied = 0;  // bytes before this are already written
+  size_t i = 0;
+  while (i < n) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const ptrdiff_t len = utf8_sequence(p + i, n - i);
+    if (len > 0) {
+      i += size_t(len);
+      continue;
+    }
+    raw(std::string_view(s + copied, i - copied));
+    raw("\xEF\xBF\xBD");  // U+FFFD
+    i += size_t(-len);
+    copied = i;
+  }
+  raw(std::string_view(s + copied, n - copied));
+}
+
+void JsonWriter::string_slow(std::string_view s) {
+  if (!ok_) return;
+  raw('"');
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const unsigned char* q = p + plain_prefix(reinterpret_cast<const char*>(p), size_t(end - p));
+    raw(std::string_view(reinterpret_cast<const char*>(p), size_t(q - p)));
+    p = q;
+    if (p == end) break;
+    if (*p < 0x80) {
+      escape_byte(*p++);
+      continue;
+    }
+    // Non-ASCII: take it together with following plain ASCII up to the next
+    // byte that needs escaping, so mixed text is validated in one call.
+    while (q < end && (*q >= 0x80 || is_plain(*q))) ++q;
+    utf8_run(p, size_t(q - p));
+    p = q;
+  }
+  raw('"');
+}
+
+void JsonWriter::micros(int64_t ns, bool integer) {
+  if (integer) {
+    i64(ns / 1000);  // C++ division truncates toward zero
+    return;
+  }
+  char* p = reserve(32);  // '-', 20 digits, '.', 3 digits
+  if (!p) return;
+  // Work on the magnitude in unsigned arithmetic so INT64_MIN is exact.
+  const uint64_t mag = ns < 0 ? 0 - uint64_t(ns) : uint64_t(ns);
+  if (ns < 0) *p++ = '-';
+  p = std::to_chars(p, p + 20, mag / 1000).ptr;
+  unsigned frac = unsigned(mag % 1000);
+  if (frac != 0) {
+    *p++ = '.';
+    for (unsigned div = 100; frac != 0; div /= 10) {
+      *p++ = char('0' + frac / div);
+      frac %= div;
+    }
+  }
+  len_ = size_t(p - buf_.get());
+}
+
+}  // namespace epprof::exporter

@@ -1,0 +1,147 @@
+// Streaming JSON text writer for trace export. It sits on the export hot path
+// (tens of millions of small values per second), so it keeps its own buffer,
+// writes it with write(2) in large blocks, never allocates after construction
+// and keeps the common cases (short ASCII strings, integers) inline.
+//
+// It writes JSON *text*, not a document model: the caller emits punctuation
+// with raw() and values with the typed methods. Output errors are sticky:
+// after the first failure ok() is false, error() says why, and every later
+// call is a cheap no-op, so an exporter can check once at the end.
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace epprof::exporter {
+
+class JsonWriter {
+ public:
+  static constexpr size_t kDefaultBufferSize = size_t(1) << 20;
+  // Smaller requests are raised to this, so every fixed-size item (a number,
+  // one escape) always fits in an empty buffer.
+  static constexpr size_t kMinBufferSize = 256;
+
+  // Does not take ownership of fd. If the buffer cannot be allocated the
+  // writer starts in the failed state.
+  explicit JsonWriter(int fd, size_t buffer_size = kDefaultBufferSize);
+  // Does NOT flush: the fd may already be closed or reused by then, and a
+  // silent failure here would hide a truncated trace. Call flush() and check.
+  ~JsonWriter() = default;
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  // Appended as is; the caller guarantees it is valid JSON text/punctuation.
+  void raw(std::string_view text) {
+    if (text.size() <= cap_ - len_) {
+      // An empty view may hold nullptr, which memcpy must not be given.
+      if (!text.empty()) std::memcpy(buf_.get() + len_, text.data(), text.size());
+      len_ += text.size();
+      return;
+    }
+    append_slow(text.data(), text.size());
+  }
+  void raw(char c) {
+    if (len_ < cap_) {
+      buf_[len_++] = c;
+      return;
+    }
+    append_slow(&c, 1);
+  }
+
+  // A quoted JSON string. Any byte sequence yields valid JSON: '"', '\\',
+  // U+0000..U+001F and U+007F are escaped, valid UTF-8 is copied unchanged,
+  // and each maximal invalid UTF-8 subpart (Unicode 15, §3.9 "U+FFFD
+  // substitution of maximal subparts") becomes U+FFFD.
+  void string(std::string_view s) {
+    // Fast path: all printable ASCII and fits; anything else goes out of line.
+    if (s.size() + 2 <= cap_ - len_ && plain_prefix(s.data(), s.size()) == s.size()) {
+      char* out = buf_.get() + len_;
+      out[0] = '"';
+      if (!s.empty()) std::memcpy(out + 1, s.data(), s.size());
+      out[s.size() + 1] = '"';
+      len_ += s.size() + 2;
+      return;
+    }
+    string_slow(s);
+  }
+
+  void u64(uint64_t v) {
+    if (char* p = reserve(20)) len_ = size_t(std::to_chars(p, p + 20, v).ptr - buf_.get());
+  }
+  void i64(int64_t v) {
+    if (char* p = reserve(20)) len_ = size_t(std::to_chars(p, p + 20, v).ptr - buf_.get());
+  }
+
+  // A timestamp or duration given in ns, written in µs. integer=true writes
+  // ns / 1000 truncated toward zero (-1999 ns -> "-1", -500 ns -> "0");
+  // otherwise the exact decimal value with up to three decimals and no
+  // trailing zeros (1234500 -> "1234.5", -500 -> "-0.5"). No floating point.
+  void micros(int64_t ns, bool integer);
+
+  // Writes out everything buffered. False if this or any earlier write failed.
+  bool flush();
+  bool ok() const { return ok_; }
+  // Empty while ok(); else names the failure, e.g. "write to fd 3 failed: ...".
+  const std::string& error() const { return error_; }
+  // Bytes of JSON produced so far, buffered ones included: the size the file
+  // will have after a successful flush().
+  uint64_t bytes_written() const { return flushed_ + len_; }
+
+ private:
+  // Bytes that can be copied into a string unescaped: printable ASCII except
+  // '"' and '\\'. (Bytes >= 0x80 are handled by the UTF-8 path.)
+  static bool is_plain(unsigned char c) {
+    return static_cast<unsigned char>(c - 0x20) < 0x5F && c != '"' && c != '\\';
+  }
+
+  // Length of the leading run of plain bytes, 8 at a time: names are short,
+  // so this beats both a byte loop and SIMD setup.
+  static size_t plain_prefix(const char* p, size_t n) {
+    constexpr uint64_t k01 = 0x0101010101010101ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      // High bit of a byte lane set iff (exactly, as a whole-word boolean)
+      // some byte is < 0x20, >= 0x7F, '"' or '\\' (Hacker's Delight 6-1).
+      const uint64_t quote = w ^ (k01 * '"');
+      const uint64_t backslash = w ^ (k01 * '\\');
+      const uint64_t bad = ((w - k01 * 0x20) & ~w) | ((w + k01) | w) | ((quote - k01) & ~quote) |
+                           ((backslash - k01) & ~backslash);
+      if (bad & (k01 * 0x80)) break;
+    }
+    while (i < n && is_plain(static_cast<unsigned char>(p[i]))) ++i;
+    return i;
+  }
+
+  // Pointer to n free bytes (n <= kMinBufferSize), flushing if needed;
+  // nullptr once failed (fail() sets cap_ to 0, which also sends every inline
+  // fast path to its slow path, where the failed state is checked). The
+  // caller advances len_.
+  char* reserve(size_t n) {
+    if (n <= cap_ - len_) return buf_.get() + len_;
+    return reserve_slow(n);
+  }
+  char* reserve_slow(size_t n);
+  void append_slow(const char* data, size_t n);
+  void string_slow(std::string_view s);
+  void escape_byte(unsigned char c);
+  void utf8_run(const unsigned char* p, size_t n);
+  bool write_all(const char* data, size_t n);
+  void fail(const char* what, int err);
+
+  int fd_;
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  size_t len_ = 0;
+  uint64_t flushed_ = 0;
+  bool ok_ = true;
+  std::string error_;
+};
+
+}  // namespace epprof::exporter

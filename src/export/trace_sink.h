@@ -1,0 +1,108 @@
+// What a trace writer receives, format-independent. Each output format is
+// one TraceSink; the timeline feeds it events in this order: begin, host
+// events (sorted by start), device events (sorted by start) with their
+// flows, track names, metadata, finish.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/record.h"
+
+namespace epprof::exporter {
+
+struct HostEventOut {
+  uint8_t category;
+  std::string_view name;
+  int64_t pid;
+  int64_t tid;
+  int64_t ts_ns;   // since T0
+  int64_t dur_ns;
+  uint64_t correlation_id;
+  const core::Record* record;  // for its args (core::ArgIterator)
+};
+
+// What the host knew about the event that caused a device event.
+struct Attribution {
+  uint64_t correlation_id;
+  bool resolved;          // the id belongs to a host event of this scope
+  bool is_node;           // ... and that event is a NODE event
+  std::string parent_name;
+  std::string op_name;
+  std::string node_index;
+  int64_t host_tid;
+  int64_t host_ts_ns;
+};
+
+struct DeviceEventOut {
+  uint8_t category;
+  std::string_view name;
+  int64_t pid;
+  int64_t tid;
+  int64_t ts_ns;
+  int64_t dur_ns;
+  const std::vector<std::string>* keys;
+  const std::vector<std::string>* values;
+  const Attribution* attribution;  // nullptr when the event has no correlation id
+};
+
+struct TrackName {
+  int64_t pid;
+  int64_t tid;  // -1: names the process
+  std::string name;
+};
+
+// A metadata value: a small JSON tree whose strings the sink escapes.
+struct MetaValue {
+  enum class Kind { kString, kInt, kObject, kArray } kind = Kind::kString;
+  std::string str;
+  int64_t i64 = 0;
+  std::vector<std::pair<std::string, MetaValue>> members;  // kObject
+  std::vector<MetaValue> items;                             // kArray
+
+  static MetaValue string(std::string s) {
+    MetaValue v;
+    v.str = std::move(s);
+    return v;
+  }
+  static MetaValue integer(int64_t i) {
+    MetaValue v;
+    v.kind = Kind::kInt;
+    v.i64 = i;
+    return v;
+  }
+  static MetaValue object() {
+    MetaValue v;
+    v.kind = Kind::kObject;
+    return v;
+  }
+  static MetaValue array() {
+    MetaValue v;
+    v.kind = Kind::kArray;
+    return v;
+  }
+  MetaValue& add(std::string key, MetaValue value) {
+    members.emplace_back(std::move(key), std::move(value));
+    return *this;
+  }
+};
+using MetadataFields = std::vector<std::pair<std::string, MetaValue>>;
+
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void host_event(const HostEventOut& e) = 0;
+  virtual void device_event(const DeviceEventOut& e) = 0;
+  // A flow from the host slice at (host_tid, host_ts) to the device slice.
+  virtual void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns,
+                    int64_t device_tid, int64_t device_ts_ns) = 0;
+  virtual void track_name(const TrackName& t) = 0;
+  virtual void metadata(int64_t pid, const MetadataFields& fields) = 0;
+  // Completes the trace; false with *error set when it could not be written.
+  virtual bool finish(std::string* error) = 0;
+};
+
+}  // namespace epprof::exporter

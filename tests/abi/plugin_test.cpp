@@ -1,0 +1,308 @@
+// Plugins seen from the host: loading and refusal, the start-offset
+// formula with a synthetic EP clock, the per-thread correlation stack, and
+// plugin errors that must never stop profiling or lose valid events.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "support/test_util.h"
+
+namespace {
+
+using epprof::testing::config_for;
+using epprof::testing::name_id;
+using epprof::testing::read_trace;
+using epprof::testing::take;
+using epprof::testing::TempDir;
+
+// ---- a synthetic plugin with a fake clock, written in C++ for the test ----
+
+struct FakeClock {
+  int64_t now = 5'000'000'000;  // the EP clock's own epoch, unrelated to the host's
+};
+
+struct FakeProfiler {
+  epprof_ep_profiler base;
+  FakeClock* clock;
+  int64_t offset = 0, ep_start = 0;
+  std::vector<uint64_t> stack;
+  struct Kernel {
+    uint64_t id;
+    int64_t ep_begin, ep_end;
+  };
+  std::vector<Kernel> kernels;
+  bool fail_start_event = false;
+  bool fail_end_after_first = false;
+};
+
+struct FakePlugin {
+  epprof_plugin base;
+  FakeClock clock;
+  bool fail_start_event = false;
+  bool fail_end_after_first = false;
+  int released_profilers = 0;
+  bool released = false;
+};
+
+const epprof_host_api* host() { return epprof_get_host_api(); }
+
+epprof_status* fake_start_profiling(epprof_ep_profiler* self, int64_t offset) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  p->offset = offset;
+  p->ep_start = p->clock->now;
+  return nullptr;
+}
+epprof_status* fake_start_event(epprof_ep_profiler* self, uint64_t id) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  p->stack.push_back(id);
+  if (p->fail_start_event) return host()->status_create(EPPROF_PLUGIN_ERROR, "fake start_event failure");
+  return nullptr;
+}
+epprof_status* fake_stop_event(epprof_ep_profiler* self, uint64_t id, const epprof_event* ev) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  EXPECT_FALSE(p->stack.empty());
+  EXPECT_EQ(p->stack.back(), id);  // properly nested
+  uint64_t ev_id = 0;
+  EXPECT_EQ(host()->event_get_correlation_id(ev, &ev_id), nullptr);
+  EXPECT_EQ(ev_id, id);
+  p->stack.pop_back();
+  // A "kernel" of 1000 EP-clock ns that started 2000 ns ago.
+  p->kernels.push_back({id, p->clock->now - 2000, p->clock->now - 1000});
+  return nullptr;
+}
+epprof_status* fake_end_profiling(epprof_ep_profiler* self, epprof_event_sink* sink) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  for (size_t i = 0; i < p->kernels.size(); ++i) {
+    const auto& k = p->kernels[i];
+    epprof_event* e = nullptr;
+    const char* keys[] = {"stream"};
+    const char* values[] = {"7"};
+    const int64_t ts = p->offset + (k.ep_begin - p->ep_start);  // the formula under test
+    epprof_status* st = host()->event_create(EPPROF_CATEGORY_KERNEL, "fake_kernel", 0, 7, ts,
+                                             k.ep_end - k.ep_begin, k.id, keys, values, 1, &e);
+    if (st) return st;
+    const epprof_event* batch[] = {e};
+    st = host()->sink_append(sink, batch, 1);
+    host()->event_release(e);
+    if (st) return st;
+    if (p->fail_end_after_first) return host()->status_create(EPPROF_PLUGIN_ERROR, "fake end failure");
+  }
+  host()->sink_set_metadata(sink, "clock", "fake");
+  return nullptr;
+}
+void fake_release_profiler(epprof_ep_profiler* self) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  delete p;
+}
+epprof_status* fake_create(epprof_plugin* self, epprof_ep_profiler** out) {
+  auto* pl = reinterpret_cast<FakePlugin*>(self);
+  auto* p = new FakeProfiler();
+  p->base = {EPPROF_EP_ABI_VERSION, fake_start_profiling, fake_start_event, fake_stop_event,
+             fake_end_profiling, fake_release_profiler};
+  p->clock = &pl->clock;
+  p->fail_start_event = pl->fail_start_event;
+  p->fail_end_after_first = pl->fail_end_after_first;
+  *out = &p->base;
+  return nullptr;
+}
+void fake_release_plugin(epprof_plugin* self) { reinterpret_cast<FakePlugin*>(self)->released = true; }
+
+FakePlugin* new_fake_plugin() {
+  auto* pl = new FakePlugin();
+  pl->base = {EPPROF_EP_ABI_VERSION, "fake", fake_create, fake_release_plugin};
+  return pl;
+}
+
+// ---- loading ----
+
+TEST(PluginLoad, ExamplePluginLoads) {
+  epprof_plugin_t p;
+  EPPROF_ASSERT_OK(epprof_plugin_load(EPPROF_EXAMPLE_PLUGIN_PATH, &p));
+  const char* name = nullptr;
+  EPPROF_ASSERT_OK(epprof_plugin_get_name(p, &name));
+  EXPECT_STREQ(name, "example");
+  EPPROF_ASSERT_OK(epprof_plugin_unload(p));
+  EXPECT_EQ(take(epprof_plugin_get_name(p, &name)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_plugin_unload(p)).code, EPPROF_NOT_FOUND);
+}
+
+TEST(PluginLoad, NewerAbiIsRefusedNamingBothVersions) {
+  epprof_plugin_t p;
+  auto r = take(epprof_plugin_load(EPPROF_TEST_NEWER_ABI_PATH, &p));
+  EXPECT_EQ(r.code, EPPROF_VERSION_MISMATCH);
+  EXPECT_NE(r.message.find("version " + std::to_string(EPPROF_EP_ABI_VERSION + 1)), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("up to version " + std::to_string(EPPROF_EP_ABI_VERSION)), std::string::npos) << r.message;
+}
+
+TEST(PluginLoad, MissingSlotIsRefusedNamingIt) {
+  epprof_plugin_t p;
+  auto r = take(epprof_plugin_load(EPPROF_TEST_MISSING_SLOT_PATH, &p));
+  EXPECT_EQ(r.code, EPPROF_PLUGIN_ERROR);
+  EXPECT_NE(r.message.find("create_profiler"), std::string::npos) << r.message;
+}
+
+TEST(PluginLoad, LibraryWithoutEntryOrMissingFile) {
+  epprof_plugin_t p;
+  auto r = take(epprof_plugin_load(EPPROF_TEST_NO_ENTRY_PATH, &p));
+  EXPECT_EQ(r.code, EPPROF_NOT_FOUND);
+  EXPECT_NE(r.message.find(EPPROF_PLUGIN_ENTRY_SYMBOL), std::string::npos) << r.message;
+  r = take(epprof_plugin_load("/no/such/plugin.so", &p));
+  EXPECT_EQ(r.code, EPPROF_NOT_FOUND);
+  EXPECT_NE(r.message.find("/no/such/plugin.so"), std::string::npos) << r.message;
+  EXPECT_EQ(take(epprof_plugin_load(nullptr, &p)).code, EPPROF_INVALID_ARGUMENT);
+}
+
+TEST(PluginRegister, ProfilerMissingRequiredSlotIsRefused) {
+  auto* pl = new_fake_plugin();
+  pl->base.create_profiler = [](epprof_plugin*, epprof_ep_profiler** out) -> epprof_status* {
+    static epprof_ep_profiler incomplete = {EPPROF_EP_ABI_VERSION, nullptr, nullptr, nullptr,
+                                            nullptr, [](epprof_ep_profiler*) {}};
+    *out = &incomplete;
+    return nullptr;
+  };
+  epprof_plugin_t h;
+  EPPROF_ASSERT_OK(epprof_plugin_register(&pl->base, &h));
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  auto c = config_for(path);
+  epprof_profiler_t prof;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &prof));
+  auto r = take(epprof_profiler_add_plugin(prof, h));
+  EXPECT_EQ(r.code, EPPROF_PLUGIN_ERROR);
+  EXPECT_NE(r.message.find("start_profiling"), std::string::npos) << r.message;
+  EPPROF_EXPECT_OK(epprof_profiler_destroy(prof));
+  EPPROF_EXPECT_OK(epprof_plugin_unload(h));
+  EXPECT_TRUE(pl->released);
+  delete pl;
+}
+
+// ---- profiling with the fake plugin ----
+
+struct Recorded {
+  std::vector<epprof::testing::TraceEvent> events;
+  epprof_trace_stats stats{};
+};
+
+Recorded run_fake(FakePlugin* pl, int nodes) {
+  Recorded out;
+  epprof_plugin_t h;
+  EXPECT_EQ(take(epprof_plugin_register(&pl->base, &h)).code, EPPROF_OK);
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  auto c = config_for(path);
+  epprof_profiler_t prof;
+  EXPECT_EQ(take(epprof_profiler_create(&c, &prof)).code, EPPROF_OK);
+  EXPECT_EQ(take(epprof_profiler_add_plugin(prof, h)).code, EPPROF_OK);
+  // Unloading a plugin a profiler uses is refused.
+  EXPECT_EQ(take(epprof_plugin_unload(h)).code, EPPROF_FAILED_PRECONDITION);
+  EXPECT_EQ(take(epprof_profiler_start(prof)).code, EPPROF_OK);
+  const epprof_name_id node = name_id("n_kernel_time");
+  epprof_arg op{name_id("op_name"), EPPROF_ARG_STRING, {}};
+  op.value.str = "Gemm";
+  for (int i = 0; i < nodes; ++i) {
+    uint64_t id = epprof_correlation_id_next();
+    EXPECT_EQ(take(epprof_event_begin(prof, EPPROF_CATEGORY_NODE, node, id)).code, EPPROF_OK);
+    pl->clock.now += 10'000;
+    EXPECT_EQ(take(epprof_event_end(prof, id, &op, 1)).code, EPPROF_OK);
+  }
+  out.stats.size = sizeof out.stats;
+  EXPECT_EQ(take(epprof_profiler_stop(prof, &out.stats)).code, EPPROF_OK);
+  out.events = read_trace(path);
+  EXPECT_EQ(take(epprof_profiler_destroy(prof)).code, EPPROF_OK);
+  EXPECT_EQ(take(epprof_plugin_unload(h)).code, EPPROF_OK);
+  return out;
+}
+
+TEST(FakePluginProfiling, OffsetFormulaPlacesEpEventsOnTheHostTimeline) {
+  auto* pl = new_fake_plugin();
+  Recorded r = run_fake(pl, 3);
+  std::vector<const epprof::testing::TraceEvent*> kernels;
+  for (auto& e : r.events)
+    if (e.cat == "Kernel") kernels.push_back(&e);
+  ASSERT_EQ(kernels.size(), 3u);
+  // Kernel i started 2000 EP-ns before the i-th stop at EP time
+  // start + 10000*(i+1); with the offset formula its host ts is
+  // offset + 10000*(i+1) - 2000, so consecutive kernels are 10 µs apart
+  // exactly and each lasts 1 µs, whatever the EP clock's epoch.
+  EXPECT_DOUBLE_EQ(kernels[1]->ts - kernels[0]->ts, 10.0);
+  EXPECT_DOUBLE_EQ(kernels[2]->ts - kernels[1]->ts, 10.0);
+  EXPECT_DOUBLE_EQ(kernels[0]->dur, 1.0);
+  EXPECT_GE(kernels[0]->ts, 8.0);  // offset >= 0: after T0 + 10 µs - 2 µs
+  EXPECT_LT(kernels[0]->ts, 1e6);  // and not on the EP clock's own epoch (5 s)
+  EXPECT_EQ(r.stats.device_events, 3u);
+  EXPECT_EQ(r.stats.unattributed_device_events, 0u);
+  EXPECT_TRUE(pl->released);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, DeviceEventsAreAttributedAndLinkedByFlows) {
+  auto* pl = new_fake_plugin();
+  Recorded r = run_fake(pl, 4);
+  std::map<std::string, const epprof::testing::TraceEvent*> nodes;
+  for (auto& e : r.events)
+    if (e.cat == "Node") nodes[e.arg("correlation_id")] = &e;
+  int kernels = 0, flows_s = 0, flows_f = 0;
+  for (auto& e : r.events) {
+    if (e.cat == "Flow") (e.ph == "s" ? flows_s : flows_f)++;
+    if (e.cat != "Kernel") continue;
+    ++kernels;
+    auto it = nodes.find(e.arg("correlation_id"));
+    ASSERT_NE(it, nodes.end()) << "kernel without its node";
+    EXPECT_EQ(e.arg("op_name"), "Gemm");
+    EXPECT_EQ(e.arg("parent_name"), it->second->name);
+    EXPECT_EQ(e.arg("stream"), "7");
+    EXPECT_NE(e.tid, it->second->tid) << "device events have their own track";
+  }
+  EXPECT_EQ(kernels, 4);
+  EXPECT_EQ(flows_s, 4);
+  EXPECT_EQ(flows_f, 4);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, ErrorsAreCountedRecordedAndDoNotStopProfiling) {
+  auto* pl = new_fake_plugin();
+  pl->fail_start_event = true;
+  pl->fail_end_after_first = true;
+  Recorded r = run_fake(pl, 5);
+  // start_event failed 5 times: counted, profiling went on; end_profiling
+  // failed after appending one event: that event is kept.
+  EXPECT_EQ(r.stats.plugin_errors, 6u);
+  EXPECT_EQ(r.stats.device_events, 1u);
+  EXPECT_EQ(r.stats.host_events, 5u);
+  bool recorded = false;
+  for (auto& e : r.events) {
+    if (e.name != "epprof_metadata") continue;
+    recorded = true;
+  }
+  EXPECT_TRUE(recorded);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, EveryScopeGetsItsOwnInstance) {
+  auto* pl = new_fake_plugin();
+  static int creates = 0;
+  creates = 0;
+  pl->base.create_profiler = [](epprof_plugin* self, epprof_ep_profiler** out) {
+    ++creates;
+    return fake_create(self, out);
+  };
+  epprof_plugin_t h;
+  EPPROF_ASSERT_OK(epprof_plugin_register(&pl->base, &h));
+  TempDir dir;
+  std::string a = dir.file("a.json"), b = dir.file("b.json");
+  auto ca = config_for(a), cb = config_for(b);
+  epprof_profiler_t pa, pb;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&ca, &pa));
+  EPPROF_ASSERT_OK(epprof_profiler_create(&cb, &pb));
+  EPPROF_ASSERT_OK(epprof_profiler_add_plugin(pa, h));
+  EPPROF_ASSERT_OK(epprof_profiler_add_plugin(pb, h));
+  EXPECT_EQ(creates, 2);
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(pa));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(pb));
+  EPPROF_ASSERT_OK(epprof_plugin_unload(h));
+  delete pl;
+}
+
+}  // namespace

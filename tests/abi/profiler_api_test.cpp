@@ -1,0 +1,286 @@
+// The host-side C API: profiler lifecycle, handles, the event calls and
+// their error cases, and what the written trace contains.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "support/test_util.h"
+
+namespace {
+
+using epprof::testing::config_for;
+using epprof::testing::name_id;
+using epprof::testing::read_trace;
+using epprof::testing::take;
+using epprof::testing::TempDir;
+using epprof::testing::TraceEvent;
+
+class ProfilerApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.json");
+    auto c = config_for(path_);
+    EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p_));
+  }
+  void TearDown() override { epprof_status_release(epprof_profiler_destroy(p_)); }
+
+  std::vector<TraceEvent> stop_and_read(epprof_trace_stats* stats = nullptr) {
+    EXPECT_EQ(take(epprof_profiler_stop(p_, stats)).code, EPPROF_OK);
+    return read_trace(path_);
+  }
+
+  TempDir dir_;
+  std::string path_;
+  epprof_profiler_t p_{};
+};
+
+TEST_F(ProfilerApi, NestedEventsAreWrittenWithTheirArgs) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const epprof_name_id run = name_id("model_run"), node = name_id("conv_kernel_time");
+  const uint64_t outer = epprof_correlation_id_next(), inner = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_SESSION, run, outer));
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, node, inner));
+  epprof_arg args[4];
+  args[0] = {name_id("op_name"), EPPROF_ARG_STRING, {}};
+  args[0].value.str = "Conv";
+  args[1] = {name_id("node_index"), EPPROF_ARG_INT64, {}};
+  args[1].value.i64 = -12;
+  args[2] = {name_id("input_type_shape"), EPPROF_ARG_JSON, {}};
+  args[2].value.str = "[{\"float\":[1,3,224,224]}]";
+  args[3] = {name_id("broken_json"), EPPROF_ARG_JSON, {}};
+  args[3].value.str = "[{\"float\":";
+  EPPROF_ASSERT_OK(epprof_event_end(p_, inner, args, 4));
+  EPPROF_ASSERT_OK(epprof_event_end(p_, outer, nullptr, 0));
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  auto events = stop_and_read(&stats);
+  EXPECT_EQ(stats.host_events, 2u);
+  const TraceEvent *r = nullptr, *n = nullptr;
+  for (auto& e : events) {
+    if (e.name == "model_run") r = &e;
+    if (e.name == "conv_kernel_time") n = &e;
+  }
+  ASSERT_TRUE(r && n);
+  EXPECT_EQ(r->cat, "Session");
+  EXPECT_EQ(n->cat, "Node");
+  EXPECT_EQ(n->ph, "X");
+  EXPECT_LE(r->ts, n->ts);
+  EXPECT_GE(r->ts + r->dur, n->ts + n->dur);
+  EXPECT_EQ(n->arg("op_name"), "Conv");
+  EXPECT_EQ(n->arg("node_index"), "-12");
+  EXPECT_EQ(n->arg("correlation_id"), std::to_string(inner));
+  // Valid raw JSON stays raw (not a string); invalid raw JSON becomes a string.
+  EXPECT_FALSE(n->has_arg("input_type_shape"));
+  EXPECT_EQ(n->arg("broken_json"), "[{\"float\":");
+  // The parent comes first: events are merged by start time.
+  EXPECT_LT(r - events.data(), n - events.data());
+}
+
+TEST_F(ProfilerApi, LongArgValuesAreKeptWhole) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  std::string big(100000, 'x');
+  big[5000] = '"';
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_API, name_id("api"), id));
+  epprof_arg a{name_id("payload"), EPPROF_ARG_STRING, {}};
+  a.value.str = big.c_str();
+  EPPROF_ASSERT_OK(epprof_event_end(p_, id, &a, 1));
+  auto events = stop_and_read();
+  bool found = false;
+  for (auto& e : events)
+    if (e.name == "api") found = e.arg("payload") == big;
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ProfilerApi, MismatchedEndIsRejectedAndChangesNothing) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t a = epprof_correlation_id_next(), b = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("a"), a));
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("b"), b));
+  auto r = take(epprof_event_end(p_, a, nullptr, 0));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("not the innermost open event"), std::string::npos) << r.message;
+  EPPROF_EXPECT_OK(epprof_event_end(p_, b, nullptr, 0));
+  EPPROF_EXPECT_OK(epprof_event_end(p_, a, nullptr, 0));
+  r = take(epprof_event_end(p_, a, nullptr, 0));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("no event is open"), std::string::npos) << r.message;
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  stop_and_read(&stats);
+  EXPECT_EQ(stats.host_events, 2u);
+}
+
+TEST_F(ProfilerApi, BadEventArgumentsAreRejected) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t id = epprof_correlation_id_next();
+  const epprof_name_id n = name_id("n");
+  auto r = take(epprof_event_begin(p_, epprof_category(17), n, id));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("unknown category 17"), std::string::npos);
+  EXPECT_EQ(take(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, 0, id)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, n, 0)).code, EPPROF_INVALID_ARGUMENT);
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, n, id));
+  r = take(epprof_event_end(p_, id, nullptr, 3));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("args is NULL with num_args = 3"), std::string::npos) << r.message;
+  epprof_arg bad{name_id("k"), EPPROF_ARG_STRING, {}};
+  bad.value.str = nullptr;
+  r = take(epprof_event_end(p_, id, &bad, 1));
+  EXPECT_NE(r.message.find("value of arg 'k' is NULL"), std::string::npos) << r.message;
+  epprof_arg unknown_key{999999, EPPROF_ARG_INT64, {}};
+  EXPECT_EQ(take(epprof_event_end(p_, id, &unknown_key, 1)).code, EPPROF_INVALID_ARGUMENT);
+  epprof_arg bad_type{name_id("k"), 9, {}};
+  EXPECT_EQ(take(epprof_event_end(p_, id, &bad_type, 1)).code, EPPROF_INVALID_ARGUMENT);
+  std::vector<epprof_arg> many(33, epprof_arg{name_id("k"), EPPROF_ARG_INT64, {}});
+  EXPECT_EQ(take(epprof_event_end(p_, id, many.data(), many.size())).code, EPPROF_INVALID_ARGUMENT);
+  // None of the failed ends closed the event.
+  EPPROF_EXPECT_OK(epprof_event_end(p_, id, nullptr, 0));
+  EXPECT_EQ(take(epprof_event_record(p_, EPPROF_CATEGORY_API, n, id, 0, -1, nullptr, 0)).code,
+            EPPROF_INVALID_ARGUMENT);
+}
+
+TEST_F(ProfilerApi, NestingDepthIsBounded) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 256; ++i) {
+    ids.push_back(epprof_correlation_id_next());
+    EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_API, name_id("d"), ids.back()));
+  }
+  auto r = take(epprof_event_begin(p_, EPPROF_CATEGORY_API, name_id("d"), epprof_correlation_id_next()));
+  EXPECT_EQ(r.code, EPPROF_RESOURCE_EXHAUSTED);
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) EPPROF_ASSERT_OK(epprof_event_end(p_, *it, nullptr, 0));
+}
+
+TEST_F(ProfilerApi, StateErrors) {
+  const uint64_t id = epprof_correlation_id_next();
+  auto r = take(epprof_event_begin(p_, EPPROF_CATEGORY_API, name_id("x"), id));
+  EXPECT_EQ(r.code, EPPROF_FAILED_PRECONDITION);
+  EXPECT_NE(r.message.find("not started"), std::string::npos) << r.message;
+  EXPECT_EQ(take(epprof_profiler_stop(p_, nullptr)).code, EPPROF_FAILED_PRECONDITION);
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  EXPECT_EQ(take(epprof_profiler_start(p_)).code, EPPROF_FAILED_PRECONDITION);
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p_, nullptr));
+  r = take(epprof_event_begin(p_, EPPROF_CATEGORY_API, name_id("x"), id));
+  EXPECT_EQ(r.code, EPPROF_FAILED_PRECONDITION);
+  EXPECT_NE(r.message.find("already stopped"), std::string::npos) << r.message;
+  EXPECT_EQ(take(epprof_profiler_stop(p_, nullptr)).code, EPPROF_FAILED_PRECONDITION);
+}
+
+TEST(ProfilerHandles, StaleAndUnknownHandlesAreNotFound) {
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  auto c = config_for(path);
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_API, name_id("x"), id));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  // This thread's cache still knows the old handle: it must not be used.
+  EXPECT_EQ(take(epprof_event_end(p, id, nullptr, 0)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_event_begin(p, EPPROF_CATEGORY_API, name_id("x"), id)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_profiler_start(p)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_profiler_stop(p, nullptr)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_profiler_destroy(p)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_profiler_set_metadata(p, "k", "v")).code, EPPROF_NOT_FOUND);
+  epprof_profiler_t garbage{0xdeadbeef00ull};
+  EXPECT_EQ(take(epprof_profiler_start(garbage)).code, EPPROF_NOT_FOUND);
+  // Destroying without stopping leaves no trace and no temporary behind.
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(ProfilerHandles, ZeroHandleIsTheDisabledProfiler) {
+  epprof_profiler_t off{};
+  EXPECT_EQ(epprof_event_begin(off, EPPROF_CATEGORY_NODE, 1, 1), nullptr);
+  EXPECT_EQ(epprof_event_end(off, 1, nullptr, 0), nullptr);
+  EXPECT_EQ(epprof_event_record(off, EPPROF_CATEGORY_NODE, 1, 1, 0, 0, nullptr, 0), nullptr);
+}
+
+TEST(ProfilerCreate, ConfigErrorsAreClear) {
+  epprof_profiler_t p;
+  EXPECT_EQ(take(epprof_profiler_create(nullptr, &p)).code, EPPROF_INVALID_ARGUMENT);
+  epprof_profiler_config c{};
+  c.size = sizeof c;
+  auto r = take(epprof_profiler_create(&c, &p));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("trace_path is required"), std::string::npos);
+  c.size = 4;
+  r = take(epprof_profiler_create(&c, &p));
+  EXPECT_NE(r.message.find("too small"), std::string::npos) << r.message;
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  c = config_for(path);
+  c.timestamp_format = 7;
+  EXPECT_EQ(take(epprof_profiler_create(&c, &p)).code, EPPROF_INVALID_ARGUMENT);
+}
+
+TEST(ProfilerCreate, UnwritableTracePathFailsAtCreate) {
+  epprof_profiler_t p;
+  std::string path = "/nonexistent-epprof-dir/sub/trace.json";
+  auto c = config_for(path);
+  auto r = take(epprof_profiler_create(&c, &p));
+  EXPECT_EQ(r.code, EPPROF_IO_ERROR);
+  EXPECT_NE(r.message.find("/nonexistent-epprof-dir/sub"), std::string::npos) << r.message;
+}
+
+TEST(ProfilerCreate, OlderConfigSizeGetsDefaults) {
+  // A caller compiled when the config ended at scope_name.
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  epprof_profiler_config c = config_for(path);
+  c.size = offsetof(epprof_profiler_config, memory_budget_bytes);
+  c.timestamp_format = 99;  // past the caller's size: must be ignored
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_EXPECT_OK(epprof_profiler_destroy(p));
+}
+
+TEST(ProfilerTrace, IntegerTimestampsAndMetadata) {
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  auto c = config_for(path);
+  c.timestamp_format = EPPROF_TIMESTAMPS_INTEGER_US;
+  c.scope_name = "run 3";
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_set_metadata(p, "model", "cnn.onnx"));
+  EPPROF_ASSERT_OK(epprof_set_thread_name("main \"thread\""));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const int64_t t = epprof_clock_now_ns();
+  EPPROF_ASSERT_OK(epprof_event_record(p, EPPROF_CATEGORY_SESSION, name_id("model_loading_uri"),
+                                       epprof_correlation_id_next(), t, 2500000, nullptr, 0));
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  // Integer mode: no decimal point in any ts/dur.
+  std::string text;
+  {
+    FILE* f = fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    fclose(f);
+  }
+  EXPECT_EQ(text.find("\"dur\":2500,"), text.find("\"dur\":2500"));
+  EXPECT_NE(text.find("\"dur\":2500"), std::string::npos) << text;
+  auto events = read_trace(path);
+  bool meta = false, thread = false;
+  for (auto& e : events) {
+    if (e.name == "epprof_metadata") {
+      meta = true;
+      EXPECT_EQ(e.cat, "Metadata");
+      EXPECT_EQ(e.arg("scope"), "run 3");
+      EXPECT_EQ(e.arg("model"), "cnn.onnx");
+      EXPECT_EQ(e.arg("dropped_events"), "0");
+      EXPECT_FALSE(e.arg("t0_epoch_ns").empty());
+      // T0 epoch is a plausible wall-clock time (after 2020).
+      EXPECT_GT(std::stoll(e.arg("t0_epoch_ns")), 1577836800000000000LL);
+    }
+    if (e.name == "thread_name" && e.arg("name") == "main \"thread\"") thread = true;
+  }
+  EXPECT_TRUE(meta);
+  EXPECT_TRUE(thread);
+}
+
+}  // namespace

@@ -1,0 +1,40 @@
+#include "support/test_util.h"
+
+namespace epprof::testing {
+
+std::vector<TraceEvent> read_trace(const std::string& path) {
+  std::vector<TraceEvent> out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  auto err = parser.load(path).get(doc);
+  EXPECT_EQ(err, simdjson::SUCCESS) << path << ": " << simdjson::error_message(err);
+  if (err) return out;
+  simdjson::dom::array arr;
+  EXPECT_EQ(doc.get(arr), simdjson::SUCCESS) << "the trace is not a JSON array";
+  for (simdjson::dom::element item : arr) {
+    TraceEvent e;
+    std::string_view sv;
+    EXPECT_EQ(item["cat"].get(sv), simdjson::SUCCESS) << "an event lacks cat";
+    e.cat = sv;
+    EXPECT_EQ(item["name"].get(sv), simdjson::SUCCESS) << "an event lacks name";
+    e.name = sv;
+    EXPECT_EQ(item["ph"].get(sv), simdjson::SUCCESS) << "an event lacks ph";
+    e.ph = sv;
+    EXPECT_EQ(item["pid"].get(e.pid), simdjson::SUCCESS) << "an event lacks pid";
+    EXPECT_EQ(item["tid"].get(e.tid), simdjson::SUCCESS) << "an event lacks tid";
+    EXPECT_EQ(item["ts"].get(e.ts), simdjson::SUCCESS) << "an event lacks ts";
+    if (item["dur"].get(e.dur) == simdjson::SUCCESS) e.has_dur = true;
+    uint64_t id;
+    if (item["id"].get(id) == simdjson::SUCCESS) e.flow_id = id;
+    simdjson::dom::object args;
+    if (item["args"].get(args) == simdjson::SUCCESS) {
+      for (auto field : args) {
+        if (field.value.get(sv) == simdjson::SUCCESS) e.args.emplace_back(field.key, sv);
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace epprof::testing

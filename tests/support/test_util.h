@@ -1,0 +1,98 @@
+// Helpers shared by the test suites: status checking, temporary
+// directories, and reading a written trace with simdjson (a parser
+// independent of epprof's writer).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "epprof/epprof.h"
+
+namespace epprof::testing {
+
+// Takes ownership of `s`; returns its code (EPPROF_OK for NULL) and message.
+struct StatusResult {
+  epprof_status_code code;
+  std::string message;
+};
+inline StatusResult take(epprof_status* s) {
+  StatusResult r{epprof_status_get_code(s), epprof_status_get_message(s)};
+  epprof_status_release(s);
+  return r;
+}
+
+#define EPPROF_ASSERT_OK(expr)                                             \
+  do {                                                                     \
+    auto _r = ::epprof::testing::take(expr);                               \
+    ASSERT_EQ(_r.code, EPPROF_OK) << #expr << ": " << _r.message;          \
+  } while (0)
+
+#define EPPROF_EXPECT_OK(expr)                                             \
+  do {                                                                     \
+    auto _r = ::epprof::testing::take(expr);                               \
+    EXPECT_EQ(_r.code, EPPROF_OK) << #expr << ": " << _r.message;          \
+  } while (0)
+
+// A fresh directory under the system temp dir, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "epprof-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline epprof_name_id name_id(const char* s) {
+  epprof_name_id id = 0;
+  epprof_status* st = epprof_intern(s, &id);
+  epprof_status_release(st);
+  return id;
+}
+
+inline epprof_profiler_config config_for(const std::string& path) {
+  epprof_profiler_config c{};
+  c.size = sizeof c;
+  c.trace_path = path.c_str();
+  return c;
+}
+
+// One parsed trace event, with the fields tests look at.
+struct TraceEvent {
+  std::string cat, name, ph;
+  int64_t pid = 0, tid = 0;
+  double ts = 0, dur = 0;
+  bool has_dur = false;
+  uint64_t flow_id = 0;
+  std::vector<std::pair<std::string, std::string>> args;  // string-valued args only
+  std::string arg(const std::string& k) const {
+    for (auto& a : args)
+      if (a.first == k) return a.second;
+    return {};
+  }
+  bool has_arg(const std::string& k) const {
+    for (auto& a : args)
+      if (a.first == k) return true;
+    return false;
+  }
+};
+
+// Parses a trace file; fails the test (and returns empty) if it is not a
+// JSON array of objects that each have cat, name, pid, tid, ts, ph.
+std::vector<TraceEvent> read_trace(const std::string& path);
+
+}  // namespace epprof::testing

@@ -1,0 +1,53 @@
+// epprof: the command line. Dispatches `epprof <command> [options]` to one
+// subcommand per file (cmd_<name>.cpp). To add one, write its run function,
+// declare it in cli.h and add a row to kCommands.
+#include <cstdio>
+#include <cstring>
+
+#include "cli.h"
+#include "epprof/epprof.h"
+
+namespace {
+
+using epprof::cli::Command;
+
+constexpr Command kCommands[] = {
+    {"demo", "profile a multi-threaded demo workload with the example plugin",
+     epprof::cli::run_demo},
+};
+
+void print_help(FILE* out) {
+  std::fprintf(out,
+               "usage: epprof <command> [options]\n"
+               "       epprof --help | --version\n"
+               "\n"
+               "epprof is a correlated host/device profiler for ML inference runtimes.\n"
+               "\n"
+               "commands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nRun 'epprof <command> --help' for the options of a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_help(stderr);
+    return epprof::cli::kExitUsage;
+  }
+  const char* name = argv[1];
+  if (std::strcmp(name, "--help") == 0 || std::strcmp(name, "-h") == 0 ||
+      std::strcmp(name, "help") == 0) {
+    print_help(stdout);
+    return epprof::cli::kExitOk;
+  }
+  if (std::strcmp(name, "--version") == 0) {
+    std::printf("epprof %s\n", epprof_version());
+    return epprof::cli::kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(name, c.name) == 0) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "epprof: unknown command '%s'\nTry 'epprof --help'.\n", name);
+  return epprof::cli::kExitUsage;
+}
