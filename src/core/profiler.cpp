@@ -94,8 +94,8 @@ epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) cons
                               "); events must be properly nested");
 }
 
-epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur_ticks,
-                                         const epprof_arg* args, size_t num_args) {
+epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur,
+                                         uint8_t flags, const epprof_arg* args, size_t num_args) {
   if (!args)
     return abi::make_status(EPPROF_INVALID_ARGUMENT,
                             "epprof_event_end: args is NULL with num_args = " +
@@ -134,7 +134,7 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
   }
   const uint32_t slots = uint32_t(slots_for_bytes(bytes));
   Record* r = recorder_.reserve(s, 1 + slots);
-  *r = Record{o.ts, dur_ticks, o.correlation_id, o.name, o.category, 0, uint16_t(slots)};
+  *r = Record{o.ts, dur, o.correlation_id, o.name, o.category, flags, uint16_t(slots)};
   auto* p = reinterpret_cast<unsigned char*>(r + 1);
   std::memset(p, 0, size_t(slots) * kSlotBytes);
   uint32_t count = uint32_t(num_args);
@@ -180,14 +180,13 @@ epprof_status* Profiler::record(ThreadStream& s, uint8_t category, uint32_t name
   // Host-clock ns back to ticks, so every record shares one time base.
   const double tpn = 1.0 / provisional_.ns_per_tick();
   const uint64_t ts = start_pair_.ticks + uint64_t(int64_t(double(start_ns - start_pair_.ns) * tpn));
-  const uint64_t dur = uint64_t(double(dur_ns) * tpn);
   OpenEvent o{ts, id, name, category};
   if (num_args == 0) {
     Record* r = recorder_.reserve(s, 1);
-    *r = Record{ts, dur, id, name, category, 0, 0};
+    *r = Record{ts, uint64_t(dur_ns), id, name, category, kRecordDurationNs, 0};
     return nullptr;
   }
-  return write_with_args(s, o, dur, args, num_args);
+  return write_with_args(s, o, uint64_t(dur_ns), kRecordDurationNs, args, num_args);
 }
 
 }  // namespace epprof::core

@@ -71,7 +71,7 @@ class Profiler {
     if (num_args == 0) {
       Record* r = recorder_.reserve(s, 1);
       *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
-    } else if (epprof_status* st = write_with_args(s, o, t - o.ts, args, num_args)) {
+    } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
     --s.depth;
@@ -86,7 +86,8 @@ class Profiler {
  private:
   epprof_status* too_deep() const;
   epprof_status* mismatched_end(const ThreadStream& s, uint64_t id) const;
-  epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur_ticks,
+  // dur is in ticks, or in ns when flags has kRecordDurationNs.
+  epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur, uint8_t flags,
                                  const epprof_arg* args, size_t num_args);
   void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
                    const epprof_arg* args, size_t num_args);

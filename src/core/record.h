@@ -16,10 +16,14 @@ struct Record {
   uint64_t correlation_id;  // never 0
   uint32_t name;            // interned id
   uint8_t category;         // epprof_category
-  uint8_t flags;            // reserved, 0
+  uint8_t flags;            // kRecordDurationNs, or 0
   uint16_t arg_slots;       // 32-byte slots of arg payload that follow
 };
 static_assert(sizeof(Record) == 32, "records are 32 bytes: half a cache line");
+
+// The host measured this event itself (epprof_event_record): dur is in ns,
+// kept exact rather than round-tripped through ticks.
+constexpr uint8_t kRecordDurationNs = 1;
 
 constexpr size_t kSlotBytes = sizeof(Record);
 constexpr size_t kMaxArgs = 32;

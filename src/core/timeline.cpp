@@ -107,8 +107,8 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
     const std::string_view name_view = name ? std::string_view(*name) : std::string_view("?");
     const int64_t tid = streams[stream]->tid;
     const int64_t ts = conv.to_ns(r->ts) - t0;
-    sink.host_event({r->category, name_view, pid, tid, ts, conv.duration_ns(r->dur),
-                     r->correlation_id, r});
+    const int64_t dur = (r->flags & kRecordDurationNs) ? int64_t(r->dur) : conv.duration_ns(r->dur);
+    sink.host_event({r->category, name_view, pid, tid, ts, dur, r->correlation_id, r});
     ++host_events;
     if (!attribution.empty()) {
       auto it = attribution.find(r->correlation_id);

@@ -2,6 +2,8 @@
 // accessors, and the append-only sink with whole-batch validation.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "abi/event.h"
 #include "support/test_util.h"
 
@@ -100,7 +102,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCreate{"null values with count", EPPROF_CATEGORY_KERNEL, "k", 0, 1, false, true, false, false, false, "NULL with num_args = 1"},
         BadCreate{"null key", EPPROF_CATEGORY_KERNEL, "k", 0, 1, false, false, true, false, false, "arg key 0 is NULL"},
         BadCreate{"null value", EPPROF_CATEGORY_KERNEL, "k", 0, 1, false, false, false, true, false, "value of arg 'k' is NULL"},
-        BadCreate{"null out", EPPROF_CATEGORY_KERNEL, "k", 0, 0, false, false, false, false, true, "out is NULL"}));
+        BadCreate{"null out", EPPROF_CATEGORY_KERNEL, "k", 0, 0, false, false, false, false, true, "out is NULL"}),
+    // Stable test names (ctest finds tests by name): the label, as an identifier.
+    [](const ::testing::TestParamInfo<BadCreate>& param_info) {
+      std::string n = param_info.param.label;
+      for (char& ch : n)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
 
 TEST(HostApi, NullArraysWithZeroCountAreFine) {
   epprof_event* e = nullptr;

@@ -2,6 +2,7 @@
 // their error cases, and what the written trace contains.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "support/test_util.h"
@@ -281,6 +282,93 @@ TEST(ProfilerTrace, IntegerTimestampsAndMetadata) {
   }
   EXPECT_TRUE(meta);
   EXPECT_TRUE(thread);
+}
+
+}  // namespace
+
+namespace {
+
+// The reference: what a JSON parser must read back for `s` written as a
+// string, with each maximal invalid UTF-8 subpart as U+FFFD. Valid input
+// comes back unchanged, which is all this test feeds through it besides
+// the one invalid byte below.
+TEST(ProfilerTrace, HostileNamesAndArgsYieldValidJson) {
+  TempDir dir;
+  std::string path = dir.file("hostile.json");
+  auto c = config_for(path);
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  std::string control;
+  for (int ch = 1; ch < 0x20; ++ch) control.push_back(char(ch));
+  const std::vector<std::string> names = {
+      "quote\"back\\slash", "ctl" + control + "\x7f", "utf8 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+      std::string(1 << 20, 'n'), "bad \xff byte"};
+  for (const std::string& n : names) {
+    uint64_t id = epprof_correlation_id_next();
+    EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, name_id(n.c_str()), id));
+    epprof_arg a{name_id(n.c_str()), EPPROF_ARG_STRING, {}};
+    a.value.str = n.c_str();
+    EPPROF_ASSERT_OK(epprof_event_end(p, id, &a, 1));
+  }
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  auto events = read_trace(path);  // fails the test if the JSON is invalid
+  std::vector<std::string> seen;
+  for (auto& e : events)
+    if (e.cat == "Node") {
+      seen.push_back(e.name);
+      ASSERT_EQ(e.args.size(), 2u);
+      EXPECT_EQ(e.args[0].first, e.name);   // the key round-trips too
+      EXPECT_EQ(e.args[0].second, e.name);
+    }
+  ASSERT_EQ(seen.size(), names.size());
+  for (size_t i = 0; i + 1 < names.size(); ++i)
+    EXPECT_TRUE(std::find(seen.begin(), seen.end(), names[i]) != seen.end()) << "name " << i;
+  EXPECT_TRUE(std::find(seen.begin(), seen.end(), "bad \xef\xbf\xbd byte") != seen.end())
+      << "invalid UTF-8 must become U+FFFD";
+}
+
+std::vector<std::string> g_log;
+void capture_log(void*, epprof_status_code, const char* message) { g_log.push_back(message); }
+
+TEST(ProfilerTrace, DropsPastTheDiskBudgetAreCountedInTheTraceAndWarnedOnce) {
+  TempDir dir;
+  std::string path = dir.file("drops.json");
+  auto c = config_for(path);
+  c.memory_budget_bytes = 1 << 20;
+  c.disk_budget_bytes = 1 << 20;
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  g_log.clear();
+  epprof_set_log_callback(capture_log, nullptr);
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const epprof_name_id n = name_id("e");
+  constexpr uint64_t kEvents = 200'000;  // 6.4 MB of records
+  for (uint64_t i = 0; i < kEvents; ++i) {
+    uint64_t id = epprof_correlation_id_next();
+    EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, n, id));
+    EPPROF_ASSERT_OK(epprof_event_end(p, id, nullptr, 0));
+  }
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, &stats));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  epprof_set_log_callback(nullptr, nullptr);
+  EXPECT_GT(stats.dropped_events, 0u);
+  EXPECT_GT(stats.spilled_bytes, 0u);
+  EXPECT_EQ(stats.host_events + stats.dropped_events, kEvents);
+  ASSERT_EQ(g_log.size(), 1u) << "one warning, however many chunks were dropped";
+  EXPECT_NE(g_log[0].find("dropping host events"), std::string::npos) << g_log[0];
+  auto events = read_trace(path);
+  uint64_t written = 0;
+  std::string dropped;
+  for (auto& e : events) {
+    if (e.cat == "Node") ++written;
+    if (e.name == "epprof_metadata") dropped = e.arg("dropped_events");
+  }
+  EXPECT_EQ(written, stats.host_events);
+  EXPECT_EQ(dropped, std::to_string(stats.dropped_events));
 }
 
 }  // namespace
