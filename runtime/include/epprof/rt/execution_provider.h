@@ -1,0 +1,49 @@
+// Execution providers and kernels. A session holds EPs in priority order; each
+// node goes to the first EP whose claims() returns true.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/graph.h"
+#include "epprof/rt/tensor.h"
+
+namespace epprof::rt {
+
+struct KernelContext {
+  std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
+  std::vector<Tensor> outputs;        // sized to the node's output count; kernels fill them
+
+  const Tensor& input(size_t i) const;  // throws Error if missing
+  const Tensor* optional_input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  size_t num_inputs() const { return inputs.size(); }
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Must be deterministic and thread-safe for concurrent calls on distinct contexts
+  // (the same kernel may run in two concurrent Session::run calls).
+  virtual void compute(KernelContext& ctx) const = 0;
+};
+
+class ExecutionProvider {
+ public:
+  virtual ~ExecutionProvider() = default;
+  virtual std::string name() const = 0;
+  virtual bool claims(const Node& node) const = 0;
+  virtual std::unique_ptr<Kernel> create_kernel(const Node& node) const = 0;
+};
+
+// The built-in CPU EP (name "CPUExecutionProvider").
+std::shared_ptr<ExecutionProvider> make_cpu_execution_provider();
+
+// The op types the CPU EP supports and their opset range.
+struct OpSupport {
+  std::string op_type;
+  int since_version;  // lowest opset the kernel implements
+  int max_version;    // highest opset the kernel implements
+};
+std::vector<OpSupport> cpu_supported_ops();
+
+}  // namespace epprof::rt

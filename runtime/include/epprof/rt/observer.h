@@ -1,0 +1,56 @@
+// Hooks for profilers. The executor calls them on the thread that does the work;
+// with no observer set the cost is one null-pointer check per node.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/tensor.h"
+
+namespace epprof::rt {
+
+struct Node;
+
+enum class SessionPhase { ModelLoading, SessionInitialization };
+
+struct SessionPhaseInfo {
+  SessionPhase phase;
+  const std::string& model_path;
+};
+
+struct RunInfo {
+  uint64_t run_id;            // increasing per session, starts at 1
+  const char* executor_name;  // "SequentialExecutor" or "ParallelExecutor"
+  size_t num_nodes;
+};
+
+struct NodeInfo {
+  const Node& node;           // name, op_type, index, attributes, ...
+  const std::string& provider;  // EP name, e.g. "CPUExecutionProvider"
+  uint64_t run_id;
+};
+
+// Inputs/outputs of one finished node execution. Pointers valid only during the call.
+struct NodeIo {
+  const std::vector<const Tensor*>& inputs;   // nullptr for omitted optional inputs
+  const std::vector<bool>& input_is_initializer;
+  const std::vector<Tensor>& outputs;
+
+  size_t activation_bytes() const;  // non-initializer inputs (ONNX Runtime's activation_size)
+  size_t parameter_bytes() const;   // initializer inputs (parameter_size)
+  size_t output_bytes() const;      // outputs (output_size)
+};
+
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void session_phase_begin(const SessionPhaseInfo&) {}
+  virtual void session_phase_end(const SessionPhaseInfo&) {}
+  virtual void run_begin(const RunInfo&) {}
+  virtual void run_end(const RunInfo&) {}
+  virtual void node_begin(const NodeInfo&) {}
+  virtual void node_end(const NodeInfo&, const NodeIo&) {}
+};
+
+}  // namespace epprof::rt

@@ -1,0 +1,90 @@
+// Dense CPU tensor: element type, shape and a shared, immutable-by-convention buffer.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace epprof::rt {
+
+// Numbering follows onnx::TensorProto::DataType.
+enum class DataType : int {
+  Undefined = 0,
+  Float = 1,
+  Uint8 = 2,
+  Int8 = 3,
+  Int32 = 6,
+  Int64 = 7,
+  Bool = 9,
+  Double = 11,
+};
+
+size_t element_size(DataType type);          // throws Error for unsupported types
+const char* type_name(DataType type);        // ONNX Runtime spelling: "float", "int64", ...
+bool is_supported_type(int onnx_elem_type);  // a type Tensor can store
+
+using Shape = std::vector<int64_t>;
+int64_t shape_size(const Shape& shape);      // product of dims (1 for a scalar)
+std::string shape_to_string(const Shape& shape);
+
+template <typename T> constexpr DataType data_type_of();
+template <> constexpr DataType data_type_of<float>() { return DataType::Float; }
+template <> constexpr DataType data_type_of<double>() { return DataType::Double; }
+template <> constexpr DataType data_type_of<int64_t>() { return DataType::Int64; }
+template <> constexpr DataType data_type_of<int32_t>() { return DataType::Int32; }
+template <> constexpr DataType data_type_of<uint8_t>() { return DataType::Uint8; }
+template <> constexpr DataType data_type_of<int8_t>() { return DataType::Int8; }
+template <> constexpr DataType data_type_of<bool>() { return DataType::Bool; }
+
+// Copying a Tensor is shallow (the buffer is shared); kernels never write to
+// their inputs, so sharing is safe. Use clone() for a deep copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DataType type, Shape shape);  // zero-initialised buffer
+
+  template <typename T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  template <typename T>
+  static Tensor scalar(T value) { return from_vector<T>({}, {value}); }
+
+  DataType dtype() const { return type_; }
+  const Shape& shape() const { return shape_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t dim(size_t i) const { return shape_.at(i); }
+  int64_t size() const { return shape_size(shape_); }
+  size_t byte_size() const { return bytes_; }
+  bool empty() const { return type_ == DataType::Undefined; }
+
+  const void* raw() const { return data_.get(); }
+  void* raw_mutable() { return data_.get(); }
+  template <typename T> const T* data() const { check_type(data_type_of<T>()); return static_cast<const T*>(raw()); }
+  template <typename T> T* mutable_data() { check_type(data_type_of<T>()); return static_cast<T*>(raw_mutable()); }
+  template <typename T> std::vector<T> to_vector() const { const T* p = data<T>(); return std::vector<T>(p, p + size()); }
+
+  // Same buffer, new shape with the same number of elements.
+  Tensor reshaped(Shape shape) const;
+  Tensor clone() const;
+  std::string description() const;  // "float[1,3,224,224]"
+
+ private:
+  void check_type(DataType expected) const;
+  [[noreturn]] static void throw_size_mismatch(int64_t expected, size_t got);
+
+  DataType type_ = DataType::Undefined;
+  Shape shape_;
+  size_t bytes_ = 0;
+  std::shared_ptr<void> data_;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t(data_type_of<T>(), std::move(shape));
+  if (static_cast<int64_t>(values.size()) != t.size()) throw_size_mismatch(t.size(), values.size());
+  T* p = t.mutable_data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+}  // namespace epprof::rt

@@ -1,0 +1,147 @@
+#include "executor.h"
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "epprof/rt/error.h"
+
+namespace epprof::rt::detail {
+
+namespace {
+
+// Per-run reference counts: a slot is released when its last reader finishes.
+class Releaser {
+ public:
+  explicit Releaser(const ExecPlan& plan) : remaining_(plan.num_slots) {
+    for (size_t i = 0; i < plan.num_slots; ++i) remaining_[i].store(plan.use_count[i], std::memory_order_relaxed);
+  }
+  void after_node(const ExecPlan& plan, const NodePlan& np, std::vector<Tensor>& values) {
+    for (int s : np.out_slots)
+      if (s >= 0 && !plan.keep[static_cast<size_t>(s)] && plan.use_count[static_cast<size_t>(s)] == 0)
+        values[static_cast<size_t>(s)] = Tensor();
+    for (int s : np.in_slots) {
+      if (s < 0 || plan.keep[static_cast<size_t>(s)]) continue;
+      if (remaining_[static_cast<size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        values[static_cast<size_t>(s)] = Tensor();
+    }
+  }
+
+ private:
+  std::vector<std::atomic<int>> remaining_;
+};
+
+[[noreturn]] void rethrow_for_node(const Node& node) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    throw Error(e.kind() == ErrorKind::BadInput ? ErrorKind::BadInput : ErrorKind::Kernel,
+                node.describe() + ": " + e.message());
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::Kernel, node.describe() + ": " + e.what());
+  }
+}
+
+class SequentialExecutor final : public Executor {
+ public:
+  const char* name() const override { return "SequentialExecutor"; }
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) override {
+    Releaser rel(plan);
+    for (const NodePlan& np : plan.nodes) {
+      run_node(np, values, obs, run_id);
+      rel.after_node(plan, np, values);
+    }
+  }
+};
+
+class ParallelExecutor final : public Executor {
+ public:
+  explicit ParallelExecutor(int threads) : pool_(threads) {}
+  const char* name() const override { return "ParallelExecutor"; }
+
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) override {
+    if (plan.nodes.empty()) return;
+    auto st = std::make_shared<RunState>(plan, values, obs, run_id);
+    for (size_t i = 0; i < plan.nodes.size(); ++i)
+      if (plan.nodes[i].num_producers == 0) schedule(st, i);
+    std::unique_lock<std::mutex> lock(st->mu);
+    st->cv.wait(lock, [&] { return st->done == plan.nodes.size(); });
+    if (st->error) std::rethrow_exception(st->error);
+  }
+
+ private:
+  struct RunState {
+    RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, uint64_t id)
+        : plan(p), values(v), obs(o), run_id(id), rel(p), pending(p.nodes.size()) {
+      for (size_t i = 0; i < p.nodes.size(); ++i) pending[i].store(p.nodes[i].num_producers);
+    }
+    const ExecPlan& plan;
+    std::vector<Tensor>& values;
+    const Observers& obs;
+    uint64_t run_id;
+    Releaser rel;
+    std::vector<std::atomic<int>> pending;
+    std::atomic<bool> failed{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t done = 0;
+    std::exception_ptr error;
+  };
+
+  void schedule(const std::shared_ptr<RunState>& st, size_t i) {
+    pool_.submit([this, st, i] { run_one(st, i); });
+  }
+
+  void run_one(const std::shared_ptr<RunState>& st, size_t i) {
+    const NodePlan& np = st->plan.nodes[i];
+    if (!st->failed.load(std::memory_order_acquire)) {
+      try {
+        run_node(np, st->values, st->obs, st->run_id);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(st->mu);
+        if (!st->error) st->error = std::current_exception();
+        st->failed.store(true, std::memory_order_release);
+      }
+    }
+    st->rel.after_node(st->plan, np, st->values);
+    // Successors run even after a failure (they skip compute) so that `done` reaches the total.
+    for (size_t c : np.consumers)
+      if (st->pending[c].fetch_sub(1, std::memory_order_acq_rel) == 1) schedule(st, c);
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (++st->done == st->plan.nodes.size()) st->cv.notify_all();
+  }
+
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) {
+  const Node& node = *np.node;
+  KernelContext ctx;
+  ctx.inputs.resize(np.in_slots.size(), nullptr);
+  for (size_t i = 0; i < np.in_slots.size(); ++i)
+    if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
+  ctx.outputs.resize(np.out_slots.size());
+  const NodeInfo info{node, *np.provider, run_id};
+  for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
+  try {
+    np.kernel->compute(ctx);
+    for (size_t o = 0; o < np.out_slots.size(); ++o)
+      if (np.out_slots[o] >= 0 && ctx.outputs[o].empty())
+        throw Error(ErrorKind::Kernel, "output " + std::to_string(o) + " ('" + node.outputs[o] + "') was not produced");
+  } catch (...) {
+    rethrow_for_node(node);
+  }
+  for (int k = obs.count; k-- > 0;) {
+    const NodeIo io{ctx.inputs, np.input_is_initializer, ctx.outputs};
+    obs.list[k]->node_end(info, io);
+  }
+  for (size_t o = 0; o < np.out_slots.size(); ++o)
+    if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
+}
+
+std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }
+std::unique_ptr<Executor> make_parallel_executor(int threads) { return std::make_unique<ParallelExecutor>(threads); }
+
+}  // namespace epprof::rt::detail

@@ -1,0 +1,57 @@
+// Execution plan and the two executors (sequential, parallel).
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/execution_provider.h"
+#include "epprof/rt/observer.h"
+#include "thread_pool.h"
+
+namespace epprof::rt::detail {
+
+struct NodePlan {
+  const Node* node = nullptr;
+  const Kernel* kernel = nullptr;
+  const std::string* provider = nullptr;
+  std::vector<int> in_slots;    // -1: omitted optional input
+  std::vector<int> out_slots;   // -1: omitted optional output
+  std::vector<bool> input_is_initializer;
+  std::vector<size_t> consumers;  // distinct nodes reading an output of this one
+  int num_producers = 0;          // distinct nodes this one waits for
+};
+
+struct ExecPlan {
+  size_t num_slots = 0;
+  std::vector<Tensor> constants;      // per slot; non-empty for initializers
+  std::vector<int> input_slots;       // graph inputs, in Session::inputs() order
+  std::vector<int> output_slots;      // graph outputs, in Session::outputs() order
+  std::vector<int> use_count;         // node-input references per slot
+  std::vector<bool> keep;             // graph outputs and constants: never released
+  std::vector<NodePlan> nodes;        // topological order
+};
+
+// Up to two observers (session-wide and per-run); empty means no profiling cost.
+struct Observers {
+  RunObserver* list[2] = {nullptr, nullptr};
+  int count = 0;
+  void add(RunObserver* o) { if (o) list[count++] = o; }
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const char* name() const = 0;
+  // `values` holds constants and inputs on entry, every kept slot on return.
+  virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) = 0;
+};
+
+std::unique_ptr<Executor> make_sequential_executor();
+std::unique_ptr<Executor> make_parallel_executor(int threads);
+
+// Runs one node: gathers inputs, computes, stores outputs, calls the observers.
+// Errors are rethrown as Error naming the node.
+void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id);
+
+}  // namespace epprof::rt::detail

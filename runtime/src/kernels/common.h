@@ -1,0 +1,83 @@
+// Shared helpers for CPU kernels.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "epprof/rt/error.h"
+#include "epprof/rt/execution_provider.h"
+#include "epprof/rt/graph.h"
+#include "epprof/rt/tensor.h"
+
+namespace epprof::rt::kernels {
+
+[[noreturn]] inline void fail(const std::string& message) { throw Error(ErrorKind::Kernel, message); }
+
+// A kernel whose state is captured by a lambda built in the factory.
+class FnKernel final : public Kernel {
+ public:
+  using Fn = std::function<void(KernelContext&)>;
+  explicit FnKernel(Fn fn) : fn_(std::move(fn)) {}
+  void compute(KernelContext& ctx) const override { fn_(ctx); }
+
+ private:
+  Fn fn_;
+};
+
+inline std::unique_ptr<Kernel> make_kernel(FnKernel::Fn fn) { return std::make_unique<FnKernel>(std::move(fn)); }
+
+using KernelFactory = std::unique_ptr<Kernel> (*)(const Node&);
+
+struct KernelDef {
+  const char* op_type;
+  int since_version;
+  int max_version;
+  KernelFactory factory;
+};
+
+// Each kernel file appends its definitions.
+void register_elementwise(std::vector<KernelDef>& table);
+void register_linalg(std::vector<KernelDef>& table);
+void register_nn(std::vector<KernelDef>& table);
+void register_conv(std::vector<KernelDef>& table);
+void register_pool(std::vector<KernelDef>& table);
+void register_shape(std::vector<KernelDef>& table);
+void register_reduce(std::vector<KernelDef>& table);
+
+const std::vector<KernelDef>& cpu_kernel_table();
+
+int64_t normalize_axis(int64_t axis, int64_t rank);       // [-rank, rank) → [0, rank)
+std::vector<int64_t> to_int64s(const Tensor& t);          // int64 or int32 tensor → values
+void require_type(const Tensor& t, DataType type, const char* what);
+void require_float(const Tensor& t, const char* what);
+
+// Dispatch on a tensor's element type among the common numeric types.
+template <typename F>
+void dispatch_numeric(DataType type, F&& f) {
+  switch (type) {
+    case DataType::Float: f(float{}); break;
+    case DataType::Double: f(double{}); break;
+    case DataType::Int64: f(int64_t{}); break;
+    case DataType::Int32: f(int32_t{}); break;
+    default: fail(std::string("unsupported element type ") + type_name(type));
+  }
+}
+
+// Dispatch over every storable type (for data movement ops).
+template <typename F>
+void dispatch_any(DataType type, F&& f) {
+  switch (type) {
+    case DataType::Float: f(float{}); break;
+    case DataType::Double: f(double{}); break;
+    case DataType::Int64: f(int64_t{}); break;
+    case DataType::Int32: f(int32_t{}); break;
+    case DataType::Uint8: f(uint8_t{}); break;
+    case DataType::Int8: f(int8_t{}); break;
+    case DataType::Bool: f(bool{}); break;
+    default: fail(std::string("unsupported element type ") + type_name(type));
+  }
+}
+
+}  // namespace epprof::rt::kernels

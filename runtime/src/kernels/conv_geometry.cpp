@@ -1,0 +1,69 @@
+#include "kernels/conv_geometry.h"
+
+#include <algorithm>
+
+namespace epprof::rt::kernels {
+
+WindowAttrs WindowAttrs::from_node(const Node& node) {
+  WindowAttrs a;
+  a.kernel = node.attr_ints("kernel_shape");
+  a.strides = node.attr_ints("strides");
+  a.pads = node.attr_ints("pads");
+  a.dilations = node.attr_ints("dilations");
+  a.auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (a.auto_pad.empty()) a.auto_pad = "NOTSET";
+  a.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER")
+    fail("unknown auto_pad '" + a.auto_pad + "'");
+  return a;
+}
+
+Shape Window::out_spatial() const { return Shape(out + (3 - spatial), out + 3); }
+
+Window resolve_window(const WindowAttrs& a, const Shape& input, const std::vector<int64_t>& kernel) {
+  if (input.size() < 3 || input.size() > 5)
+    fail("expected an N x C x D1 [x D2 [x D3]] input, got shape " + shape_to_string(input));
+  const size_t n = input.size() - 2;
+  if (kernel.size() != n) fail("kernel has " + std::to_string(kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
+  auto check_len = [&](const std::vector<int64_t>& v, size_t len, const char* what) {
+    if (!v.empty() && v.size() != len) fail(std::string(what) + " has the wrong number of values");
+  };
+  check_len(a.strides, n, "strides");
+  check_len(a.dilations, n, "dilations");
+  check_len(a.pads, 2 * n, "pads");
+  Window w;
+  w.spatial = n;
+  for (size_t i = 0; i < 3; ++i) {
+    w.in[i] = w.out[i] = w.k[i] = w.s[i] = w.d[i] = 1;
+    w.pb[i] = w.pe[i] = 0;
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = 3 - n + j;
+    w.in[i] = input[2 + j];
+    w.k[i] = kernel[j];
+    w.s[i] = a.strides.empty() ? 1 : a.strides[j];
+    w.d[i] = a.dilations.empty() ? 1 : a.dilations[j];
+    if (w.k[i] <= 0 || w.s[i] <= 0 || w.d[i] <= 0) fail("kernel, strides and dilations must be positive");
+    const int64_t dk = (w.k[i] - 1) * w.d[i] + 1;
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      w.out[i] = (w.in[i] + w.s[i] - 1) / w.s[i];
+      const int64_t total = std::max<int64_t>(0, (w.out[i] - 1) * w.s[i] + dk - w.in[i]);
+      w.pb[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pe[i] = total - w.pb[i];
+      continue;
+    }
+    if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+      w.pb[i] = a.pads[j];
+      w.pe[i] = a.pads[j + n];
+      if (w.pb[i] < 0 || w.pe[i] < 0) fail("pads must be non-negative");
+    }
+    const int64_t span = w.in[i] + w.pb[i] + w.pe[i] - dk;
+    if (span < 0) fail("kernel is larger than the padded input " + shape_to_string(input));
+    w.out[i] = (a.ceil_mode ? (span + w.s[i] - 1) / w.s[i] : span / w.s[i]) + 1;
+    // A window that would start entirely in the end padding is dropped.
+    if (a.ceil_mode && (w.out[i] - 1) * w.s[i] >= w.in[i] + w.pb[i]) --w.out[i];
+  }
+  return w;
+}
+
+}  // namespace epprof::rt::kernels

@@ -1,0 +1,142 @@
+// MaxPool, AveragePool, GlobalAveragePool over 1-D to 3-D spatial dims.
+#include <algorithm>
+#include <limits>
+
+#include "kernels/common.h"
+#include "kernels/conv_geometry.h"
+
+namespace epprof::rt::kernels {
+
+namespace {
+
+Shape pooled_shape(const Tensor& x, const Window& w) {
+  Shape s{x.dim(0), x.dim(1)};
+  for (int64_t d : w.out_spatial()) s.push_back(d);
+  return s;
+}
+
+std::unique_ptr<Kernel> make_max_pool(const Node& node) {
+  const WindowAttrs attrs = WindowAttrs::from_node(node);
+  if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
+  const bool column_major = node.attr_int("storage_order", 0) != 0;  // only affects Indices
+  return make_kernel([attrs, column_major](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    require_float(x, "MaxPool input");
+    const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
+    const Shape os = pooled_shape(x, w);
+    Tensor out(DataType::Float, os);
+    const bool want_indices = ctx.outputs.size() > 1;
+    Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
+    const int64_t planes = x.dim(0) * x.dim(1);
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xp = x.data<float>() + pl * w.in_size();
+      float* yp = out.mutable_data<float>() + pl * w.out_size();
+      int64_t* ip = want_indices ? indices.mutable_data<int64_t>() + pl * w.out_size() : nullptr;
+      for (int64_t od = 0; od < w.out[0]; ++od)
+        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t best_i = -1;
+            for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+              const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
+              if (id < 0 || id >= w.in[0]) continue;
+              for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+                const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+                if (ih < 0 || ih >= w.in[1]) continue;
+                for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+                  const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
+                  if (iw < 0 || iw >= w.in[2]) continue;
+                  const int64_t i = (id * w.in[1] + ih) * w.in[2] + iw;
+                  if (best_i < 0 || xp[i] > best) {
+                    best = xp[i];
+                    best_i = i;
+                  }
+                }
+              }
+            }
+            const int64_t o = (od * w.out[1] + oh) * w.out[2] + ow;
+            yp[o] = best;
+            if (ip) {
+              int64_t i = best_i;
+              if (column_major && i >= 0) {
+                const int64_t iw = i % w.in[2], ih = (i / w.in[2]) % w.in[1], id = i / (w.in[2] * w.in[1]);
+                // column-major over the spatial dims (padding dims have size 1)
+                i = iw * w.in[1] * w.in[0] + ih * w.in[0] + id;
+              }
+              ip[o] = i < 0 ? -1 : pl * w.in_size() + i;
+            }
+          }
+    }
+    ctx.outputs[0] = std::move(out);
+    if (want_indices) ctx.outputs[1] = std::move(indices);
+  });
+}
+
+std::unique_ptr<Kernel> make_average_pool(const Node& node) {
+  const WindowAttrs attrs = WindowAttrs::from_node(node);
+  if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
+  if (!attrs.dilations.empty())
+    for (int64_t d : attrs.dilations)
+      if (d != 1) fail(node.describe() + ": dilations are not supported for AveragePool");
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  return make_kernel([attrs, include_pad](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    require_float(x, "AveragePool input");
+    const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
+    Tensor out(DataType::Float, pooled_shape(x, w));
+    const int64_t planes = x.dim(0) * x.dim(1);
+    int64_t start[3], end[3], lo[3], hi[3];
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xp = x.data<float>() + pl * w.in_size();
+      float* yp = out.mutable_data<float>() + pl * w.out_size();
+      for (int64_t od = 0; od < w.out[0]; ++od)
+        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+            const int64_t o3[3] = {od, oh, ow};
+            int64_t count = 1;
+            for (int i = 0; i < 3; ++i) {
+              start[i] = o3[i] * w.s[i] - w.pb[i];
+              end[i] = std::min(start[i] + w.k[i], w.in[i] + w.pe[i]);  // clipped to the padded input
+              lo[i] = std::max<int64_t>(start[i], 0);
+              hi[i] = std::min(end[i], w.in[i]);
+              count *= include_pad ? end[i] - start[i] : std::max<int64_t>(hi[i] - lo[i], 0);
+            }
+            float sum = 0.0f;
+            for (int64_t id = lo[0]; id < hi[0]; ++id)
+              for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
+                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += xp[(id * w.in[1] + ih) * w.in[2] + iw];
+            yp[(od * w.out[1] + oh) * w.out[2] + ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+          }
+    }
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+std::unique_ptr<Kernel> make_global_average_pool(const Node&) {
+  return make_kernel([](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    require_float(x, "GlobalAveragePool input");
+    if (x.rank() < 2) fail("GlobalAveragePool input must have rank >= 2, got " + x.description());
+    Shape os{x.dim(0), x.dim(1)};
+    os.resize(x.rank(), 1);
+    Tensor out(DataType::Float, os);
+    const int64_t planes = x.dim(0) * x.dim(1), S = planes ? x.size() / planes : 0;
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xp = x.data<float>() + pl * S;
+      float sum = 0.0f;
+      for (int64_t s = 0; s < S; ++s) sum += xp[s];
+      out.mutable_data<float>()[pl] = S ? sum / static_cast<float>(S) : 0.0f;
+    }
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+}  // namespace
+
+void register_pool(std::vector<KernelDef>& t) {
+  t.push_back({"MaxPool", 1, 17, make_max_pool});
+  t.push_back({"AveragePool", 1, 17, make_average_pool});
+  t.push_back({"GlobalAveragePool", 1, 17, make_global_average_pool});
+}
+
+}  // namespace epprof::rt::kernels

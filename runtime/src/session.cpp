@@ -1,0 +1,224 @@
+#include "epprof/rt/session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "executor.h"
+#include "model.h"
+
+namespace epprof::rt {
+
+struct Session::Impl {
+  detail::Model model;
+  SessionOptions options;
+  std::vector<std::shared_ptr<ExecutionProvider>> providers;
+  std::vector<std::string> provider_names;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<size_t> node_provider;
+  detail::ExecPlan plan;
+  std::unique_ptr<detail::Executor> executor;
+  std::atomic<uint64_t> next_run_id{1};
+};
+
+namespace {
+
+class PhaseScope {
+ public:
+  PhaseScope(RunObserver* obs, SessionPhase phase, const std::string& path) : obs_(obs), info_{phase, path} {
+    if (obs_) obs_->session_phase_begin(info_);
+  }
+  ~PhaseScope() {
+    if (obs_) obs_->session_phase_end(info_);
+  }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  RunObserver* obs_;
+  SessionPhaseInfo info_;
+};
+
+void assign_and_create_kernels(Session::Impl& s) {
+  for (const Node& node : s.model.nodes) {
+    size_t chosen = s.providers.size();
+    for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
+      if (s.providers[p]->claims(node)) chosen = p;
+    if (chosen == s.providers.size()) {
+      std::string tried;
+      for (const auto& n : s.provider_names) tried += (tried.empty() ? "" : ", ") + n;
+      throw Error(ErrorKind::UnsupportedOp, "no execution provider claims op '" + node.op_type + "' of node '" +
+                                                node.name + "' (domain '" + node.domain + "', opset " +
+                                                std::to_string(node.opset) + "); providers tried: " + tried);
+    }
+    try {
+      s.kernels.push_back(s.providers[chosen]->create_kernel(node));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Kernel) throw;
+      throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.message());
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.what());
+    }
+    if (!s.kernels.back()) throw Error(ErrorKind::UnsupportedOp, s.provider_names[chosen] + " created no kernel for " + node.describe());
+    s.node_provider.push_back(chosen);
+  }
+}
+
+void build_plan(Session::Impl& s) {
+  detail::ExecPlan& plan = s.plan;
+  std::map<std::string, int> slot;
+  std::vector<bool> is_init;
+  auto slot_of = [&](const std::string& name) {
+    auto it = slot.find(name);
+    if (it != slot.end()) return it->second;
+    const int id = static_cast<int>(slot.size());
+    slot.emplace(name, id);
+    is_init.push_back(false);
+    return id;
+  };
+  for (const auto& kv : s.model.initializers) {
+    const int id = slot_of(kv.first);
+    is_init[static_cast<size_t>(id)] = true;
+  }
+  for (const auto& in : s.model.inputs) plan.input_slots.push_back(slot_of(in.name));
+  std::map<int, size_t> producer;
+  for (size_t i = 0; i < s.model.nodes.size(); ++i) {
+    const Node& node = s.model.nodes[i];
+    detail::NodePlan np;
+    np.node = &node;
+    np.kernel = s.kernels[i].get();
+    np.provider = &s.provider_names[s.node_provider[i]];
+    for (const auto& in : node.inputs) {
+      np.in_slots.push_back(in.empty() ? -1 : slot_of(in));
+      np.input_is_initializer.push_back(!in.empty() && is_init[static_cast<size_t>(np.in_slots.back())]);
+    }
+    for (const auto& out : node.outputs) {
+      np.out_slots.push_back(out.empty() ? -1 : slot_of(out));
+      if (!out.empty()) producer[np.out_slots.back()] = i;
+    }
+    plan.nodes.push_back(std::move(np));
+  }
+  for (const auto& out : s.model.outputs) plan.output_slots.push_back(slot_of(out.name));
+  plan.num_slots = slot.size();
+  plan.constants.resize(plan.num_slots);
+  plan.use_count.assign(plan.num_slots, 0);
+  plan.keep.assign(plan.num_slots, false);
+  for (const auto& kv : s.model.initializers) {
+    const size_t id = static_cast<size_t>(slot.at(kv.first));
+    plan.constants[id] = kv.second;
+    plan.keep[id] = true;
+  }
+  for (int id : plan.output_slots) plan.keep[static_cast<size_t>(id)] = true;
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    std::vector<size_t> deps;
+    for (int id : plan.nodes[i].in_slots) {
+      if (id < 0) continue;
+      ++plan.use_count[static_cast<size_t>(id)];
+      auto it = producer.find(id);
+      if (it != producer.end()) deps.push_back(it->second);
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    plan.nodes[i].num_producers = static_cast<int>(deps.size());
+    for (size_t d : deps) plan.nodes[d].consumers.push_back(i);
+  }
+}
+
+void check_input(const IoInfo& info, const Tensor& t) {
+  if (t.dtype() != info.type)
+    throw Error(ErrorKind::BadInput, "input '" + info.name + "' must be " + type_name(info.type) + ", got " + t.description());
+  if (!info.has_shape) return;
+  bool ok = t.rank() == info.shape.size();
+  for (size_t i = 0; ok && i < info.shape.size(); ++i) ok = info.shape[i] < 0 || info.shape[i] == t.dim(i);
+  if (!ok)
+    throw Error(ErrorKind::BadInput, "input '" + info.name + "' must have shape " + shape_to_string(info.shape) +
+                                         " (-1: any), got " + t.description());
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const std::string& name,
+                                                   const std::string* bytes) {
+  auto s = std::make_unique<Session::Impl>();
+  s->options = std::move(options);
+  {
+    PhaseScope phase(s->options.observer, SessionPhase::ModelLoading, name);
+    detail::LoadOptions lo;
+    lo.shape_inference = s->options.shape_inference;
+    s->model = bytes ? detail::load_model_bytes(*bytes, name, lo) : detail::load_model_file(name, lo);
+  }
+  PhaseScope phase(s->options.observer, SessionPhase::SessionInitialization, name);
+  s->providers = s->options.providers;
+  if (s->providers.empty()) s->providers.push_back(make_cpu_execution_provider());
+  for (const auto& p : s->providers) {
+    if (!p) throw Error(ErrorKind::InvalidModel, "a null execution provider was given");
+    s->provider_names.push_back(p->name());
+  }
+  assign_and_create_kernels(*s);
+  build_plan(*s);
+  if (s->options.executor == ExecutorKind::Parallel) {
+    int threads = s->options.threads;
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    s->executor = detail::make_parallel_executor(threads);
+  } else {
+    s->executor = detail::make_sequential_executor();
+  }
+  return s;
+}
+
+Session::Session(const std::string& model_path, SessionOptions options)
+    : impl_(init_session(std::move(options), model_path, nullptr)) {}
+
+Session Session::from_bytes(const std::string& bytes, SessionOptions options, const std::string& name) {
+  return Session(init_session(std::move(options), name, &bytes));
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->model.inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->model.outputs; }
+const std::vector<Node>& Session::nodes() const { return impl_->model.nodes; }
+const std::string& Session::provider_of(size_t i) const { return impl_->provider_names.at(impl_->node_provider.at(i)); }
+const char* Session::executor_name() const { return impl_->executor->name(); }
+int Session::opset() const { return impl_->model.opset; }
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const RunOptions& options) {
+  const Impl& s = *impl_;
+  std::vector<Tensor> values = s.plan.constants;
+  for (const auto& kv : inputs) {
+    bool known = false;
+    for (const auto& in : s.model.inputs) known = known || in.name == kv.first;
+    if (!known) throw Error(ErrorKind::BadInput, "the model has no input named '" + kv.first + "'");
+  }
+  for (size_t i = 0; i < s.model.inputs.size(); ++i) {
+    const IoInfo& info = s.model.inputs[i];
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) throw Error(ErrorKind::BadInput, "required input '" + info.name + "' is missing");
+    check_input(info, it->second);
+    values[static_cast<size_t>(s.plan.input_slots[i])] = it->second;
+  }
+  detail::Observers obs;
+  obs.add(s.options.observer);
+  obs.add(options.observer);
+  const uint64_t run_id = impl_->next_run_id.fetch_add(1);
+  const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size()};
+  for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
+  try {
+    s.executor->execute(s.plan, values, obs, run_id);
+  } catch (...) {
+    for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
+    throw;
+  }
+  for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
+  std::vector<Tensor> outputs;
+  outputs.reserve(s.plan.output_slots.size());
+  for (int id : s.plan.output_slots) outputs.push_back(values[static_cast<size_t>(id)]);
+  return outputs;
+}
+
+}  // namespace epprof::rt

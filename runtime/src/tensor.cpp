@@ -1,0 +1,106 @@
+#include "epprof/rt/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "epprof/rt/error.h"
+
+namespace epprof::rt {
+
+size_t element_size(DataType type) {
+  switch (type) {
+    case DataType::Float: return 4;
+    case DataType::Uint8: return 1;
+    case DataType::Int8: return 1;
+    case DataType::Int32: return 4;
+    case DataType::Int64: return 8;
+    case DataType::Bool: return 1;
+    case DataType::Double: return 8;
+    case DataType::Undefined: break;
+  }
+  throw Error(ErrorKind::Kernel, "unsupported tensor element type " + std::to_string(static_cast<int>(type)));
+}
+
+const char* type_name(DataType type) {
+  switch (type) {
+    case DataType::Float: return "float";
+    case DataType::Uint8: return "uint8";
+    case DataType::Int8: return "int8";
+    case DataType::Int32: return "int32";
+    case DataType::Int64: return "int64";
+    case DataType::Bool: return "bool";
+    case DataType::Double: return "double";
+    case DataType::Undefined: break;
+  }
+  return "undefined";
+}
+
+bool is_supported_type(int t) {
+  switch (static_cast<DataType>(t)) {
+    case DataType::Float: case DataType::Uint8: case DataType::Int8: case DataType::Int32:
+    case DataType::Int64: case DataType::Bool: case DataType::Double: return true;
+    default: return false;
+  }
+}
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(ErrorKind::Kernel, "negative dimension in shape " + shape_to_string(shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error(ErrorKind::Kernel, "shape " + shape_to_string(shape) + " overflows");
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape)) {
+  const int64_t n = shape_size(shape_);
+  const size_t es = element_size(type);
+  if (static_cast<uint64_t>(n) > (uint64_t{1} << 40) / es)
+    throw Error(ErrorKind::Kernel, "tensor " + description() + " is too large");
+  bytes_ = static_cast<size_t>(n) * es;
+  // Always allocate at least 64 bytes, 64-byte aligned, so data() is never null.
+  const size_t alloc = ((bytes_ + 63) / 64) * 64 + 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, alloc);
+  data_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape_size(shape) != size())
+    throw Error(ErrorKind::Kernel, "cannot reshape " + description() + " to " + shape_to_string(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (empty()) return {};
+  Tensor t(type_, shape_);
+  if (bytes_) std::memcpy(t.raw_mutable(), raw(), bytes_);
+  return t;
+}
+
+std::string Tensor::description() const { return std::string(type_name(type_)) + shape_to_string(shape_); }
+
+void Tensor::check_type(DataType expected) const {
+  if (expected != type_)
+    throw Error(ErrorKind::Kernel, std::string("tensor of type ") + type_name(type_) + " accessed as " +
+                                       type_name(expected));
+}
+
+void Tensor::throw_size_mismatch(int64_t expected, size_t got) {
+  throw Error(ErrorKind::Kernel,
+              "expected " + std::to_string(expected) + " values, got " + std::to_string(got));
+}
+
+}  // namespace epprof::rt

@@ -1,0 +1,171 @@
+// Bundled models: load, run, check outputs; sequential vs parallel bit equality;
+// observer hooks.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "epprof/rt/session.h"
+
+using namespace epprof::rt;
+
+namespace {
+
+std::string model_path(const std::string& name) { return std::string(EPPROF_MODELS_DIR) + "/" + name + ".onnx"; }
+
+std::map<std::string, Tensor> random_inputs(const Session& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::map<std::string, Tensor> in;
+  for (const auto& info : s.inputs()) {
+    Tensor t(DataType::Float, info.shape);
+    float* p = t.mutable_data<float>();
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = dist(rng);
+    in[info.name] = t;
+  }
+  return in;
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+}
+
+class BundledModel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BundledModel, RunsAndParallelIsBitIdenticalToSequential) {
+  Session seq(model_path(GetParam()));
+  SessionOptions po;
+  po.executor = ExecutorKind::Parallel;
+  po.threads = 3;
+  Session par(model_path(GetParam()), po);
+  EXPECT_STREQ(seq.executor_name(), "SequentialExecutor");
+  EXPECT_STREQ(par.executor_name(), "ParallelExecutor");
+  const auto inputs = random_inputs(seq, 42);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto a = seq.run(inputs);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ model    ] %s: %zu nodes, first sequential run %.2f ms\n", GetParam(), seq.nodes().size(), ms);
+  ASSERT_EQ(a.size(), seq.outputs().size());
+  for (const Tensor& t : a) {
+    EXPECT_GT(t.size(), 0);
+    for (int64_t i = 0; i < t.size(); ++i) ASSERT_TRUE(std::isfinite(t.data<float>()[i])) << "element " << i;
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto b = par.run(inputs);
+    ASSERT_EQ(b.size(), a.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bit_equal(a[i], b[i])) << "output " << i << " rep " << rep;
+  }
+  const auto again = seq.run(inputs);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bit_equal(a[i], again[i]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BundledModel, ::testing::Values("mlp", "cnn", "transformer"));
+
+TEST(BundledModels, OutputsHaveTheExpectedShapesAndValues) {
+  Session mlp(model_path("mlp"));
+  auto probs = mlp.run(random_inputs(mlp, 1)).at(0);
+  ASSERT_EQ(probs.shape(), (Shape{32, 10}));
+  for (int64_t r = 0; r < 32; ++r) {
+    float sum = 0;
+    for (int64_t c = 0; c < 10; ++c) sum += probs.data<float>()[r * 10 + c];
+    EXPECT_NEAR(sum, 1.0f, 1e-5f);  // Softmax rows
+  }
+  Session cnn(model_path("cnn"));
+  EXPECT_EQ(cnn.run(random_inputs(cnn, 1)).at(0).shape(), (Shape{1, 10}));
+  Session tr(model_path("transformer"));
+  auto in = random_inputs(tr, 1);
+  auto out = tr.run(in).at(0);
+  ASSERT_EQ(out.shape(), (Shape{1, 128, 256}));
+  // Residual stream: the output stays correlated with the input.
+  double dot = 0, nx = 0, ny = 0;
+  const float* x = in.at("input").data<float>();
+  for (int64_t i = 0; i < out.size(); ++i) {
+    dot += x[i] * out.data<float>()[i];
+    nx += x[i] * x[i];
+    ny += out.data<float>()[i] * out.data<float>()[i];
+  }
+  EXPECT_GT(dot / std::sqrt(nx * ny), 0.3);
+}
+
+struct RecordingObserver : RunObserver {
+  std::mutex mu;
+  int runs_begun = 0, runs_ended = 0, phases = 0;
+  std::vector<std::string> begun, ended;
+  std::set<std::thread::id> threads;
+  size_t parameter_bytes = 0, activation_bytes = 0, output_bytes = 0;
+  void session_phase_begin(const SessionPhaseInfo&) override { ++phases; }
+  void run_begin(const RunInfo& r) override {
+    ++runs_begun;
+    EXPECT_GT(r.num_nodes, 0u);
+  }
+  void run_end(const RunInfo&) override { ++runs_ended; }
+  void node_begin(const NodeInfo& n) override {
+    std::lock_guard<std::mutex> lock(mu);
+    begun.push_back(n.node.name);
+    threads.insert(std::this_thread::get_id());
+  }
+  void node_end(const NodeInfo& n, const NodeIo& io) override {
+    std::lock_guard<std::mutex> lock(mu);
+    ended.push_back(n.node.name);
+    EXPECT_EQ(n.provider, "CPUExecutionProvider");
+    parameter_bytes += io.parameter_bytes();
+    activation_bytes += io.activation_bytes();
+    output_bytes += io.output_bytes();
+  }
+};
+
+TEST(Observer, SeesEveryNodeWithSizes) {
+  RecordingObserver session_obs, run_obs;
+  SessionOptions so;
+  so.observer = &session_obs;
+  Session s(model_path("mlp"), so);
+  EXPECT_EQ(session_obs.phases, 2);  // model loading, session initialization
+  RunOptions ro;
+  ro.observer = &run_obs;
+  s.run(random_inputs(s, 3), ro);
+  for (RecordingObserver* o : {&session_obs, &run_obs}) {
+    EXPECT_EQ(o->runs_begun, 1);
+    EXPECT_EQ(o->runs_ended, 1);
+    EXPECT_EQ(o->begun.size(), s.nodes().size());
+    EXPECT_EQ(o->ended.size(), s.nodes().size());
+    // Parameters: the three Gemm weights and biases.
+    const size_t params = 4 * (784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10);
+    EXPECT_EQ(o->parameter_bytes, params);
+    EXPECT_EQ(o->output_bytes, 4u * 32 * (1024 * 4 + 10 * 2));  // 2x(Gemm+Relu) outputs, Gemm(10), Softmax
+    EXPECT_EQ(o->activation_bytes, 4u * 32 * (784 + 1024 * 4 + 10));
+  }
+}
+
+TEST(Observer, ParallelExecutorCallsHooksOnWorkerThreads) {
+  RecordingObserver obs;
+  SessionOptions so;
+  so.executor = ExecutorKind::Parallel;
+  so.threads = 2;
+  so.observer = &obs;
+  Session s(model_path("transformer"), so);
+  s.run(random_inputs(s, 3));
+  EXPECT_EQ(obs.ended.size(), s.nodes().size());
+  EXPECT_EQ(obs.threads.count(std::this_thread::get_id()), 0u);
+}
+
+TEST(Session, ConcurrentRunsOnOneSession) {
+  SessionOptions so;
+  so.executor = ExecutorKind::Parallel;
+  so.threads = 2;
+  Session s(model_path("cnn"), so);
+  const auto in = random_inputs(s, 9);
+  const auto want = s.run(in);
+  std::vector<std::thread> ts;
+  std::vector<int> ok(3, 0);
+  for (int i = 0; i < 3; ++i)
+    ts.emplace_back([&, i] { ok[static_cast<size_t>(i)] = bit_equal(s.run(in).at(0), want.at(0)); });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok, (std::vector<int>{1, 1, 1}));
+}
+
+}  // namespace

@@ -1,0 +1,60 @@
+// Small in-memory ONNX models for runtime unit tests.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace epprof::rt::testing {
+
+inline onnx::ModelProto make_model(int opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  m.mutable_graph()->set_name("test");
+  return m;
+}
+
+inline void add_io(onnx::ModelProto& m, bool input, const std::string& name, const std::vector<int64_t>& dims,
+                   int elem_type = onnx::TensorProto::FLOAT) {
+  auto* v = input ? m.mutable_graph()->add_input() : m.mutable_graph()->add_output();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem_type);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+inline onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, const std::string& name,
+                                 const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  for (const auto& o : out) n->add_output(o);
+  return n;
+}
+
+inline onnx::TensorProto* add_float_init(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
+                                         const std::vector<float>& values) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+  return t;
+}
+
+// x[2,3] -> Relu -> y[2,3]
+inline onnx::ModelProto relu_model() {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_node(m, "Relu", "relu", {"x"}, {"y"});
+  add_io(m, false, "y", {2, 3});
+  return m;
+}
+
+inline std::string bytes(const onnx::ModelProto& m) { return m.SerializeAsString(); }
+
+}  // namespace epprof::rt::testing
