@@ -18,11 +18,13 @@
  *     the id on top (CUDA: cuptiActivityPushExternalCorrelationId; OpenCL:
  *     a map from cl_event to id).
  *   - stop_event(id, event) pops it. This plugin simulates the device work
- *     the host event caused: one "kernel" occupying the second half of the
- *     host event's span, so it lies inside its node's interval. The kernel is
- *     tagged with the id that was on top of the stack and copies the node's
- *     op_name. A real plugin records nothing here; the device reports its
- *     commands asynchronously and they are collected at end_profiling.
+ *     the host event caused: for every host event, one "kernel" occupying
+ *     the second half of the event's span as measured on the EP clock (and
+ *     kept inside the host's interval), so it lies inside its node. The
+ *     kernel is tagged with the id that was on top of the stack and copies
+ *     the node's op_name. A real plugin records nothing here; the device
+ *     reports its commands asynchronously and they are collected at
+ *     end_profiling.
  *   - end_profiling(sink) turns the recorded kernels into host events
  *     (event_create), appends them in batches (sink_append), and describes
  *     its clock and its device track in the trace metadata.
