@@ -1,0 +1,941 @@
+// epprof_bench: every performance target of issue 2, measured side by side
+// in one run and summarised in one table (target, measured, PASS/MISS).
+//
+//   epprof_bench                  everything, full sizes
+//   epprof_bench --quick          smaller sizes (smoke run; figures not comparable)
+//   epprof_bench --static-api     call the C API linked statically instead of
+//                                 through libepprof.so (dlopen + function pointers)
+//   epprof_bench --benchmark_filter=REGEX ...   Google Benchmark flags pass through
+//
+// Micro benchmarks (the hot path, the ONNX-Runtime-style path) use Google
+// Benchmark repetitions and report the median. The macro measurements
+// (export, merge, resident bytes, the 50M-event scope) are registered as
+// manual-time benchmarks too, so --benchmark_filter selects them; the RSS
+// figures come from child processes (this binary re-executed with a hidden
+// --child=... flag) so that no earlier measurement's heap is counted.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/intern.h"
+#include "core/merge.h"
+#include "core/record.h"
+#include "core/recorder.h"
+#include "epprof/profiler.h"
+#include "export/chrome_trace.h"
+#include "export/trace_sink.h"
+
+#ifndef EPPROF_BENCH_SHARED_LIB
+#define EPPROF_BENCH_SHARED_LIB ""
+#endif
+#ifndef EPPROF_BENCH_BUILD_TYPE
+#define EPPROF_BENCH_BUILD_TYPE "unknown"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool g_quick = false;
+bool g_failed = false;  // a functional check failed (not a timing miss)
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double process_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string one, five;
+  f >> one >> five;
+  return one + " (1 min), " + five + " (5 min) on " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+         " CPUs";
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ---------------------------------------------------------------------------
+// The public C API, called the way a host calls it: through libepprof.so
+// (dlopen + function pointers, i.e. the same indirect call a PLT makes), or
+// with --static-api the copy linked into this binary.
+
+struct Api {
+  decltype(&epprof_intern) intern = nullptr;
+  decltype(&epprof_correlation_id_next) id_next = nullptr;
+  decltype(&epprof_profiler_create) create = nullptr;
+  decltype(&epprof_profiler_start) start = nullptr;
+  decltype(&epprof_profiler_stop) stop = nullptr;
+  decltype(&epprof_profiler_destroy) destroy = nullptr;
+  decltype(&epprof_event_begin) begin = nullptr;
+  decltype(&epprof_event_end) end = nullptr;
+  decltype(&epprof_status_get_message) status_message = nullptr;
+  decltype(&epprof_status_release) status_release = nullptr;
+  std::string origin;
+};
+Api g_api;
+
+void use_static_api(const std::string& why) {
+  g_api.intern = &epprof_intern;
+  g_api.id_next = &epprof_correlation_id_next;
+  g_api.create = &epprof_profiler_create;
+  g_api.start = &epprof_profiler_start;
+  g_api.stop = &epprof_profiler_stop;
+  g_api.destroy = &epprof_profiler_destroy;
+  g_api.begin = &epprof_event_begin;
+  g_api.end = &epprof_event_end;
+  g_api.status_message = &epprof_status_get_message;
+  g_api.status_release = &epprof_status_release;
+  g_api.origin = "static (linked into epprof_bench)" + why;
+}
+
+template <typename F>
+bool bind(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+void load_api(bool force_static) {
+  const char* path = EPPROF_BENCH_SHARED_LIB;
+  if (force_static || !*path) return use_static_api("");
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return use_static_api(std::string("; dlopen failed: ") + dlerror());
+  bool ok = bind(lib, "epprof_intern", g_api.intern) &&
+            bind(lib, "epprof_correlation_id_next", g_api.id_next) &&
+            bind(lib, "epprof_profiler_create", g_api.create) &&
+            bind(lib, "epprof_profiler_start", g_api.start) &&
+            bind(lib, "epprof_profiler_stop", g_api.stop) &&
+            bind(lib, "epprof_profiler_destroy", g_api.destroy) &&
+            bind(lib, "epprof_event_begin", g_api.begin) &&
+            bind(lib, "epprof_event_end", g_api.end) &&
+            bind(lib, "epprof_status_get_message", g_api.status_message) &&
+            bind(lib, "epprof_status_release", g_api.status_release);
+  if (!ok) return use_static_api("; a symbol is missing from " + std::string(path));
+  g_api.origin = std::string("shared (") + path + ")";
+}
+
+void check(epprof_status* st, const char* what) {
+  if (!st) return;
+  std::fprintf(stderr, "epprof_bench: %s failed: %s\n", what, g_api.status_message(st));
+  g_api.status_release(st);
+  std::exit(1);
+}
+
+std::string tmp_path(const char* tag) {
+  return "/tmp/epprof_bench_" + std::to_string(getpid()) + "_" + tag + ".json";
+}
+
+epprof_name_id intern_public(const char* s) {
+  epprof_name_id id = 0;
+  check(g_api.intern(s, &id), "epprof_intern");
+  return id;
+}
+
+// A created and started profiler, destroyed (without writing) at scope end.
+class RunningProfiler {
+ public:
+  RunningProfiler(const char* tag, uint64_t memory_budget, uint32_t ts_format = 0)
+      : path_(tmp_path(tag)) {
+    epprof_profiler_config c{};
+    c.size = sizeof c;
+    c.trace_path = path_.c_str();
+    c.scope_name = tag;
+    c.memory_budget_bytes = memory_budget;
+    c.timestamp_format = ts_format;
+    check(g_api.create(&c, &h_), "epprof_profiler_create");
+    check(g_api.start(h_), "epprof_profiler_start");
+  }
+  ~RunningProfiler() {
+    if (h_.handle) g_api.destroy(h_);
+    unlink(path_.c_str());
+  }
+  RunningProfiler(const RunningProfiler&) = delete;
+  RunningProfiler& operator=(const RunningProfiler&) = delete;
+
+  epprof_profiler_t handle() const { return h_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  epprof_profiler_t h_{};
+};
+
+// `n` complete host events through the public API, nested as a runtime
+// nests them: a NODE parent around every 8 leaves. Ids from
+// epprof_correlation_id_next, as a host gets them.
+void record_nested_public(epprof_profiler_t p, uint64_t n, epprof_name_id parent,
+                          epprof_name_id leaf) {
+  uint64_t done = 0;
+  while (done < n) {
+    const uint64_t pid = g_api.id_next();
+    check(g_api.begin(p, EPPROF_CATEGORY_NODE, parent, pid), "epprof_event_begin");
+    const uint64_t leaves = std::min<uint64_t>(8, n - done - 1);
+    for (uint64_t i = 0; i < leaves; ++i) {
+      const uint64_t id = g_api.id_next();
+      check(g_api.begin(p, EPPROF_CATEGORY_KERNEL, leaf, id), "epprof_event_begin");
+      check(g_api.end(p, id, nullptr, 0), "epprof_event_end");
+    }
+    check(g_api.end(p, pid, nullptr, 0), "epprof_event_end");
+    done += leaves + 1;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Results collected for the summary table.
+
+// Micro benchmarks: median ns per iteration over the repetitions, CPU time
+// (the verdict) and wall-clock time.
+std::map<std::string, double> g_median_cpu_ns;
+std::map<std::string, double> g_median_wall_ns;
+// Macro: one value per repetition, from CPU time (the verdict) and wall.
+std::map<std::string, std::vector<double>> g_samples;
+std::map<std::string, std::vector<double>> g_samples_wall;
+std::map<std::string, std::string> g_notes;
+
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.error_occurred || r.run_type != Run::RT_Aggregate) continue;
+      if (r.aggregate_name != "median") continue;
+      g_median_wall_ns[r.run_name.function_name] = r.GetAdjustedRealTime();
+      g_median_cpu_ns[r.run_name.function_name] = r.GetAdjustedCPUTime();
+    }
+    benchmark::ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// 1. The hot path through the public C API.
+
+constexpr const char* kEnabled = "event_enabled";
+constexpr const char* kEnabledWithId = "event_enabled_with_id_next";
+constexpr const char* kEnabledResident = "event_enabled_pages_resident";
+constexpr const char* kEnabledSpilling = "event_enabled_spilling";
+constexpr const char* kDisabled = "event_disabled";
+constexpr const char* kDisabledGuarded = "event_disabled_guarded";
+constexpr const char* kOrt = "event_ort_style";
+
+epprof_name_id g_name = 0;
+
+void BM_event_enabled(benchmark::State& state) {
+  // Budget above what the repetition records: no spill inside the timing.
+  RunningProfiler prof("hot", 1ull << 30);
+  const epprof_profiler_t p = prof.handle();
+  const epprof_name_id name = g_name;
+  uint64_t id = g_api.id_next();
+  for (auto _ : state) {
+    g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    g_api.end(p, id, nullptr, 0);
+    ++id;
+  }
+}
+
+void BM_event_enabled_with_id(benchmark::State& state) {
+  RunningProfiler prof("hot_id", 1ull << 30);
+  const epprof_profiler_t p = prof.handle();
+  const epprof_name_id name = g_name;
+  for (auto _ : state) {
+    const uint64_t id = g_api.id_next();
+    g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    g_api.end(p, id, nullptr, 0);
+  }
+}
+
+// Diagnostic: the same, but glibc keeps the heap pages a previous
+// repetition freed (no trim), so new chunks land on resident pages and the
+// kernel's page-fault time drops out. The difference to the line above is
+// what first-touching fresh chunks costs per event.
+void BM_event_enabled_resident(benchmark::State& state) {
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  {
+    RunningProfiler prof("hot_resident", 1ull << 30);
+    const epprof_profiler_t p = prof.handle();
+    const epprof_name_id name = g_name;
+    uint64_t id = g_api.id_next();
+    for (auto _ : state) {
+      g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+      g_api.end(p, id, nullptr, 0);
+      ++id;
+    }
+  }
+  mallopt(M_TRIM_THRESHOLD, 128 * 1024);  // glibc's default
+}
+
+// Steady state of a long scope at the default 64 MiB budget: the profiler
+// lives across repetitions and was filled past its budget first, so every
+// chunk rollover may spill (synchronously, on the recording thread).
+RunningProfiler* g_spilling = nullptr;
+void BM_event_enabled_spilling(benchmark::State& state) {
+  if (!g_spilling) {
+    g_spilling = new RunningProfiler("hot_spill", 64ull << 20);
+    record_nested_public(g_spilling->handle(), g_quick ? 600000 : 3000000, g_name, g_name);
+  }
+  const epprof_profiler_t p = g_spilling->handle();
+  const epprof_name_id name = g_name;
+  uint64_t id = g_api.id_next();
+  for (auto _ : state) {
+    g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    g_api.end(p, id, nullptr, 0);
+    ++id;
+  }
+}
+
+void BM_event_disabled(benchmark::State& state) {
+  const epprof_profiler_t p{0};
+  const epprof_name_id name = g_name;
+  uint64_t id = 1;
+  benchmark::DoNotOptimize(id);
+  for (auto _ : state) {
+    g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    g_api.end(p, id, nullptr, 0);
+    ++id;
+  }
+}
+
+// What a host that guards its event calls with epprof_profiler_enabled()
+// (the inline handle test in profiler.h, as the reference runtime does) pays
+// per event with profiling off. The handle is reloaded every iteration, as
+// a host would load it from its session state.
+void BM_event_disabled_guarded(benchmark::State& state) {
+  epprof_profiler_t p{0};
+  const epprof_name_id name = g_name;
+  uint64_t id = 1;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(p);
+    if (epprof_profiler_enabled(p)) g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    benchmark::DoNotOptimize(p);
+    if (epprof_profiler_enabled(p)) g_api.end(p, id, nullptr, 0);
+    ++id;
+  }
+  benchmark::DoNotOptimize(id);
+}
+
+// ---------------------------------------------------------------------------
+// 2. The same event through an ONNX-Runtime-style profiler (what
+// onnxruntime/core/common/profiler.cc does per event): two clock reads, a
+// std::string name built per event ("<node>_kernel_time", past the SSO
+// limit), an args map built and copied into the record, getpid() and
+// gettid() syscalls, a mutex, and a push into a vector of records.
+
+struct OrtEventRecord {
+  int cat;
+  int pid;
+  long tid;
+  std::string name;
+  long long ts;
+  long long dur;
+  std::unordered_map<std::string, std::string> args;
+};
+
+struct OrtStyleProfiler {
+  std::mutex mu;
+  std::vector<OrtEventRecord> events;
+  std::chrono::high_resolution_clock::time_point start = std::chrono::high_resolution_clock::now();
+  size_t max_events = 1000000;  // ONNX Runtime's cap
+};
+
+const std::string g_ort_node_name = "Conv_0";
+
+void BM_event_ort_style(benchmark::State& state) {
+  OrtStyleProfiler prof;
+  // Reserved up front, which ONNX Runtime does not do: this favours the
+  // comparison path, so the ratio reported is a lower bound.
+  prof.events.reserve(size_t(state.max_iterations));
+  for (auto _ : state) {
+    using hrc = std::chrono::high_resolution_clock;
+    const auto begin = hrc::now();  // StartTime()
+    const auto end = hrc::now();    // EndTimeAndRecordEvent()
+    const std::unordered_map<std::string, std::string> event_args;
+    std::string name = g_ort_node_name + "_kernel_time";
+    OrtEventRecord ev{1,
+                      int(getpid()),
+                      long(syscall(SYS_gettid)),
+                      std::move(name),
+                      std::chrono::duration_cast<std::chrono::microseconds>(begin - prof.start).count(),
+                      std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count(),
+                      {event_args.begin(), event_args.end()}};
+    std::lock_guard<std::mutex> lock(prof.mu);
+    if (prof.events.size() < prof.max_events) prof.events.emplace_back(std::move(ev));
+  }
+  benchmark::DoNotOptimize(prof.events.data());
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic host streams for the component benchmarks (internal API).
+
+namespace core = epprof::core;
+namespace exporter = epprof::exporter;
+
+// Writes `n` records into `s` the way a thread's nested events arrive: a
+// parent every 8 leaves, each record written when its event ends, so a
+// parent lands after its children (the stream is not sorted by start).
+// Ticks are nanoseconds here (the converter below uses 1 ns per tick).
+void fill_stream(core::Recorder& rec, core::ThreadStream& s, uint64_t n, uint64_t t,
+                 uint32_t parent_name, uint32_t leaf_name, uint64_t& next_id) {
+  uint64_t done = 0;
+  while (done < n) {
+    const uint64_t parent_ts = t;
+    t += 7;
+    const uint64_t leaves = std::min<uint64_t>(8, n - done - 1);
+    for (uint64_t i = 0; i < leaves; ++i) {
+      core::Record* r = rec.reserve(s, 1);
+      *r = core::Record{t, 40 + (i & 3) * 5, next_id++, leaf_name, EPPROF_CATEGORY_KERNEL, 0, 0};
+      t += 61;
+    }
+    core::Record* r = rec.reserve(s, 1);
+    *r = core::Record{parent_ts, t - parent_ts, next_id++, parent_name, EPPROF_CATEGORY_NODE, 0, 0};
+    t += 13;
+    done += leaves + 1;
+  }
+}
+
+// A recorder holding `streams` x `per_stream` records, interleaved in time.
+std::unique_ptr<core::Recorder> make_recorder(uint32_t streams, uint64_t per_stream) {
+  static const uint32_t parent = core::intern("Conv_0_kernel_time");
+  static const uint32_t leaf = core::intern("conv2d_nchw_kernel");
+  // Budget well above the data: nothing spills.
+  const uint64_t budget = streams * per_stream * core::kSlotBytes * 2 + (64ull << 20);
+  auto rec = std::make_unique<core::Recorder>(budget, 16ull << 30, "/tmp");
+  std::vector<core::ThreadStream*> ss;
+  for (uint32_t i = 0; i < streams; ++i) ss.push_back(rec->add_thread(100000 + i));
+  uint64_t id = 1;
+  for (uint32_t i = 0; i < streams; ++i) fill_stream(*rec, *ss[i], per_stream, 1000 + i * 17, parent, leaf, id);
+  return rec;
+}
+
+// ---------------------------------------------------------------------------
+// 3. Export of 1M events to JSON.
+
+constexpr const char* kExport = "export_1M_json";
+constexpr const char* kExportStop = "export_1M_profiler_stop";
+
+uint64_t export_events() { return g_quick ? 100000 : 1000000; }
+
+// Timed: Recorder::finish() (per-stream index + sort) + k-way merge +
+// ChromeTraceSink writing every host event to a file in /tmp, and the
+// sink's final flush; what Profiler::write_trace does for host events.
+void BM_export_json(benchmark::State& state) {
+  const uint32_t streams = 8;
+  const uint64_t per = export_events() / streams;
+  const std::string path = tmp_path("export");
+  for (auto _ : state) {
+    auto rec = make_recorder(streams, per);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      state.SkipWithError("cannot open the export file in /tmp");
+      break;
+    }
+    const core::TickConverter conv(core::ClockPair{0, 0}, 1.0);
+    const int64_t pid = getpid();
+
+    const auto t = Clock::now();
+    const double c0 = process_cpu_s();
+    uint64_t written = 0;
+    std::string error;
+    bool ok;
+    {
+      exporter::ChromeTraceSink sink(fd, false);
+      core::Merger merger(rec->finish());
+      const auto& ss = rec->streams();
+      uint32_t stream = 0;
+      while (const core::Record* r = merger.next(&stream)) {
+        const std::string* name = core::interned(r->name);
+        sink.host_event({r->category, name ? std::string_view(*name) : std::string_view("?"), pid,
+                         ss[stream]->tid, conv.to_ns(r->ts), conv.duration_ns(r->dur),
+                         r->correlation_id, r});
+        ++written;
+      }
+      ok = sink.finish(&error);
+    }
+    const double secs = seconds_since(t);
+    const double cpu = process_cpu_s() - c0;
+    state.SetIterationTime(secs);
+
+    close(fd);
+    struct stat st {};
+    stat(path.c_str(), &st);
+    unlink(path.c_str());
+    if (!ok || written != streams * per) {
+      std::fprintf(stderr, "export: wrote %" PRIu64 " of %" PRIu64 " events (%s)\n", written,
+                   streams * per, error.c_str());
+      g_failed = true;
+    }
+    g_samples[kExport].push_back(double(written) / cpu);
+    g_samples_wall[kExport].push_back(double(written) / secs);
+    g_notes[kExport] = "finish+merge+ChromeTraceSink to /tmp, 8 nested streams, " +
+                       std::to_string(st.st_size / 1000000) + " MB JSON (fractional us)";
+    rec.reset();
+  }
+}
+
+// Timed: epprof_profiler_stop on a profiler holding 1M events recorded
+// through the public API (one thread, nested) — the whole end of a scope:
+// merge, export, fsync-free write to a temporary file, rename.
+void BM_export_stop(benchmark::State& state) {
+  for (auto _ : state) {
+    auto prof = std::make_unique<RunningProfiler>("stop", 256ull << 20);
+    record_nested_public(prof->handle(), export_events(), g_name, g_name);
+    epprof_trace_stats stats{};
+    stats.size = sizeof stats;
+
+    const auto t = Clock::now();
+    const double c0 = process_cpu_s();
+    check(g_api.stop(prof->handle(), &stats), "epprof_profiler_stop");
+    const double secs = seconds_since(t);
+    const double cpu = process_cpu_s() - c0;
+    state.SetIterationTime(secs);
+
+    struct stat st {};
+    stat(prof->path().c_str(), &st);
+    if (stats.host_events != export_events() || stats.dropped_events != 0) {
+      std::fprintf(stderr, "stop: %" PRIu64 " host events written, %" PRIu64 " dropped\n",
+                   stats.host_events, stats.dropped_events);
+      g_failed = true;
+    }
+    g_samples[kExportStop].push_back(double(stats.host_events) / cpu);
+    g_samples_wall[kExportStop].push_back(double(stats.host_events) / secs);
+    g_notes[kExportStop] = "whole epprof_profiler_stop, 1 thread, " +
+                           std::to_string(st.st_size / 1000000) + " MB JSON";
+    prof.reset();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4. Merge of 1M events from 8 threads.
+
+constexpr const char* kMerge = "merge_1M_8_threads";
+
+void BM_merge(benchmark::State& state) {
+  const uint64_t per = (g_quick ? 100000 : 1000000) / 8;
+  for (auto _ : state) {
+    auto rec = make_recorder(8, per);
+
+    const auto t = Clock::now();
+    const double c0 = process_cpu_s();
+    uint64_t n = 0, last_ts = 0, checksum = 0;
+    bool ordered = true;
+    {
+      core::Merger merger(rec->finish());
+      uint32_t stream = 0;
+      while (const core::Record* r = merger.next(&stream)) {
+        ordered &= r->ts >= last_ts;
+        last_ts = r->ts;
+        checksum += r->correlation_id ^ stream;
+        ++n;
+      }
+    }
+    const double secs = seconds_since(t);
+    const double cpu = process_cpu_s() - c0;
+    state.SetIterationTime(secs);
+
+    benchmark::DoNotOptimize(checksum);
+    if (n != 8 * per || !ordered) {
+      std::fprintf(stderr, "merge: %" PRIu64 " of %" PRIu64 " records, ordered=%d\n", n, 8 * per,
+                   int(ordered));
+      g_failed = true;
+    }
+    g_samples[kMerge].push_back(cpu * 1e3);
+    g_samples_wall[kMerge].push_back(secs * 1e3);
+    g_notes[kMerge] = "Recorder::finish + Merger drain, 8 x " + std::to_string(per) +
+                      ", parent every 8 leaves";
+    rec.reset();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Child processes: this binary re-executed with --child=KIND N.
+
+struct ChildResult {
+  bool ok = false;
+  std::map<std::string, std::string> kv;  // key=value lines the child printed
+  long maxrss_kb = 0;                      // the child's own peak RSS (wait4)
+};
+
+ChildResult run_child(const std::string& kind, uint64_t n) {
+  ChildResult res;
+  int fds[2];
+  if (pipe(fds) != 0) return res;
+  const std::string arg_kind = "--child=" + kind, arg_n = std::to_string(n);
+  const std::string arg_api = g_api.origin.rfind("static", 0) == 0 ? "--static-api" : "";
+  const pid_t pid = fork();
+  if (pid < 0) return res;
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv{const_cast<char*>("epprof_bench"), const_cast<char*>(arg_kind.c_str()),
+                            const_cast<char*>(arg_n.c_str())};
+    if (g_quick) argv.push_back(const_cast<char*>("--quick"));
+    if (!arg_api.empty()) argv.push_back(const_cast<char*>(arg_api.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out.append(buf, size_t(k));
+  }
+  close(fds[0]);
+  int status = 0;
+  struct rusage ru {};
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  res.maxrss_kb = ru.ru_maxrss;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) res.kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  res.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!res.ok) std::fprintf(stderr, "epprof_bench: child %s failed (status %d)\n", kind.c_str(), status);
+  return res;
+}
+
+long statm_resident_bytes() {
+  long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = -1;
+  std::fclose(f);
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+long status_kb(const char* field) {  // VmHWM, VmRSS from /proc/self/status
+  std::ifstream f("/proc/self/status");
+  const size_t len = std::strlen(field);
+  for (std::string line; std::getline(f, line);)
+    if (line.compare(0, len, field) == 0 && line.size() > len && line[len] == ':')
+      return std::atol(line.c_str() + len + 1);
+  return -1;
+}
+
+// 5 (child). Resident bytes per recorded event: RSS before and after
+// recording `n` events (no args) into a running profiler whose budget is
+// large enough not to spill.
+int child_rss(uint64_t n) {
+  g_name = intern_public("Conv_0_kernel_time");
+  const uint64_t budget = n * sizeof(core::Record) * 2 + (256ull << 20);
+  RunningProfiler prof("rss", budget);
+  // One event first, so the thread's registration and first chunk are not
+  // counted (they are per thread, not per event).
+  record_nested_public(prof.handle(), 1, g_name, g_name);
+  const long before = statm_resident_bytes();
+  const auto t = Clock::now();
+  record_nested_public(prof.handle(), n, g_name, g_name);
+  const double secs = seconds_since(t);
+  const long after = statm_resident_bytes();
+  std::printf("events=%" PRIu64 "\nrss_before=%ld\nrss_after=%ld\nrecord_s=%.4f\n", n, before,
+              after, secs);
+  return 0;
+}
+
+// 6 (child). A long scope: 64 MiB memory budget, 2 threads recording n/2
+// events each through the public API, stop writes the trace (integer us).
+int child_scope(uint64_t n) {
+  g_name = intern_public("Conv_0_kernel_time");
+  const epprof_name_id leaf = intern_public("conv2d_nchw_kernel");
+  // --quick records 2M events (64 MB): a smaller budget still makes it spill.
+  const uint64_t budget = g_quick ? 16ull << 20 : 64ull << 20;
+  const auto t0 = Clock::now();
+  auto prof = std::make_unique<RunningProfiler>("scope", budget, EPPROF_TIMESTAMPS_INTEGER_US);
+  const epprof_profiler_t p = prof->handle();
+  std::thread a([&] { record_nested_public(p, n / 2, g_name, leaf); });
+  std::thread b([&] { record_nested_public(p, n - n / 2, g_name, leaf); });
+  a.join();
+  b.join();
+  const double record_s = seconds_since(t0);
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  const auto t1 = Clock::now();
+  check(g_api.stop(p, &stats), "epprof_profiler_stop");
+  const double stop_s = seconds_since(t1);
+  const double total_s = seconds_since(t0);
+  struct stat st {};
+  stat(prof->path().c_str(), &st);
+  const long hwm_kb = status_kb("VmHWM");
+  prof.reset();  // destroys the profiler and deletes the trace
+  std::printf("events=%" PRIu64 "\nhost_events=%" PRIu64 "\ndropped=%" PRIu64
+              "\nspilled_bytes=%" PRIu64 "\ntrace_bytes=%lld\nrecord_s=%.3f\nstop_s=%.3f\n"
+              "total_s=%.3f\nvm_hwm_kb=%ld\n",
+              n, stats.host_events, stats.dropped_events, stats.spilled_bytes,
+              (long long)st.st_size, record_s, stop_s, total_s, hwm_kb);
+  return 0;
+}
+
+constexpr const char* kRss = "rss_bytes_per_event";
+constexpr const char* kScopeRss = "scope_50M_peak_rss";
+
+void BM_rss_per_event(benchmark::State& state) {
+  const uint64_t n = g_quick ? 1000000 : 10000000;
+  for (auto _ : state) {
+    ChildResult c = run_child("rss", n);
+    if (!c.ok) {
+      state.SetIterationTime(1e-3);
+      g_failed = true;
+      state.SkipWithError("the rss child failed");
+      break;
+    }
+    state.SetIterationTime(std::stod(c.kv["record_s"]));
+    const double delta = std::stod(c.kv["rss_after"]) - std::stod(c.kv["rss_before"]);
+    g_samples[kRss].push_back(delta / double(n));
+    g_notes[kRss] = std::to_string(n / 1000000) + "M events, RSS delta " +
+                    std::to_string(long(delta / 1e6)) + " MB (/proc/self/statm, child process)";
+  }
+}
+
+void BM_scope(benchmark::State& state) {
+  const uint64_t n = g_quick ? 2000000 : 50000000;
+  for (auto _ : state) {
+    ChildResult c = run_child("scope", n);
+    if (!c.ok) {
+      g_failed = true;
+      state.SetIterationTime(1e-3);
+      state.SkipWithError("the scope child failed");
+      break;
+    }
+    state.SetIterationTime(std::stod(c.kv["total_s"]));
+    const uint64_t dropped = std::stoull(c.kv["dropped"]);
+    const uint64_t host_events = std::stoull(c.kv["host_events"]);
+    if (dropped != 0 || host_events != n) {
+      std::fprintf(stderr, "scope: %" PRIu64 " host events of %" PRIu64 ", %" PRIu64 " dropped\n",
+                   host_events, n, dropped);
+      g_failed = true;
+    }
+    g_samples[kScopeRss].push_back(double(c.maxrss_kb) / 1024.0);
+    char note[512];
+    std::snprintf(note, sizeof note,
+                  "%" PRIu64 "M events, 2 threads, %s MiB budget: %s s (record %s + stop %s), "
+                  "trace %.2f GB, spilled %.2f GB, dropped %" PRIu64 " (VmHWM %s kB)",
+                  n / 1000000, g_quick ? "16" : "64", c.kv["total_s"].c_str(), c.kv["record_s"].c_str(),
+                  c.kv["stop_s"].c_str(), std::stod(c.kv["trace_bytes"]) / 1e9,
+                  std::stod(c.kv["spilled_bytes"]) / 1e9, dropped, c.kv["vm_hwm_kb"].c_str());
+    g_notes[kScopeRss] = note;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The table.
+
+struct Row {
+  std::string what;
+  std::string target;
+  std::string measured;  // the verdict's figure (CPU time for timings)
+  std::string wall;      // the same from wall-clock time, "-" where not a timing
+  std::string verdict;   // PASS, MISS or info
+  std::string note;
+};
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+void print_table(const std::vector<Row>& rows, const std::string& load_before) {
+  size_t w[5] = {4, 6, 8, 4, 6};
+  for (const Row& r : rows) {
+    w[0] = std::max(w[0], r.what.size());
+    w[1] = std::max(w[1], r.target.size());
+    w[2] = std::max(w[2], r.measured.size());
+    w[3] = std::max(w[3], r.wall.size());
+  }
+  std::printf("\nepprof_bench summary (%s sizes; build %s)\n", g_quick ? "QUICK" : "full",
+              EPPROF_BENCH_BUILD_TYPE);
+  std::printf("C API: %s\n", g_api.origin.c_str());
+  std::printf("load average: %s before, %s after\n", load_before.c_str(), loadavg().c_str());
+  std::printf("'measured' (the verdict) is CPU time, 'wall' is wall-clock time: on shared cores\n"
+              "wall-clock also counts the time the benchmark waited for a CPU. Medians of repetitions.\n\n");
+  std::printf("%-*s  %-*s  %-*s  %-*s  %-6s  %s\n", int(w[0]), "what", int(w[1]), "target", int(w[2]),
+              "measured", int(w[3]), "wall", "result", "notes");
+  std::printf("%s\n", std::string(w[0] + w[1] + w[2] + w[3] + 24, '-').c_str());
+  for (const Row& r : rows)
+    std::printf("%-*s  %-*s  %-*s  %-*s  %-6s  %s\n", int(w[0]), r.what.c_str(), int(w[1]),
+                r.target.c_str(), int(w[2]), r.measured.c_str(), int(w[3]), r.wall.c_str(),
+                r.verdict.c_str(), r.note.c_str());
+  if (g_quick)
+    std::printf("(--quick: reduced sizes; a smoke run, not the targets' measurements)\n");
+}
+
+std::string verdict(bool pass) { return pass ? "PASS" : "MISS"; }
+
+std::vector<Row> build_rows() {
+  std::vector<Row> rows;
+  auto micro = [&](const char* key, const char* what, double target, const char* note) {
+    if (!g_median_cpu_ns.count(key)) return;
+    const double cpu = g_median_cpu_ns[key], wall = g_median_wall_ns[key];
+    rows.push_back({what, target > 0 ? fmt("<= %.0f ns", target) : "-", fmt("%.2f ns", cpu),
+                    fmt("%.2f ns", wall), target > 0 ? verdict(cpu <= target) : "info", note});
+  };
+  micro(kEnabled, "host event begin+end, enabled", 30, "public C API, running profiler, no args");
+  micro(kEnabledWithId, "  same + epprof_correlation_id_next", 0, "what a host pays per event");
+  micro(kEnabledResident, "  same, chunk pages already resident", 0,
+        "diagnostic: malloc keeps freed pages, so no page faults on new chunks");
+  micro(kEnabledSpilling, "  same, 64 MiB budget, spilling", 0,
+        "steady state past the default budget: rollovers spill on the recording thread");
+  micro(kDisabledGuarded, "host event begin+end, disabled", 2,
+        "zero handle, calls guarded by epprof_profiler_enabled() as the runtime does");
+  micro(kDisabled, "  same, unguarded calls", 0, "zero handle passed to the C API: a call each");
+  micro(kOrt, "ONNX-Runtime-style event", 0,
+        "mutex, std::string name, unordered_map args, getpid+gettid, 2 clock reads, vector push");
+  if (g_median_cpu_ns.count(kOrt) && g_median_cpu_ns.count(kEnabled)) {
+    const double ratio = g_median_cpu_ns[kOrt] / g_median_cpu_ns[kEnabled];
+    const double wall = g_median_wall_ns[kOrt] / g_median_wall_ns[kEnabled];
+    rows.push_back({"ratio ORT-style / epprof enabled", ">= 15x", fmt("%.1fx", ratio),
+                    fmt("%.1fx", wall), verdict(ratio >= 15), "ratio of the two medians"});
+  }
+  auto macro = [&](const char* key, const char* what, const std::string& target, const char* unit,
+                   double scale, bool higher_is_better, double limit) {
+    auto it = g_samples.find(key);
+    if (it == g_samples.end() || it->second.empty()) return;
+    const double m = median(it->second) * scale;
+    const bool pass = higher_is_better ? m >= limit : m <= limit;
+    const auto w = g_samples_wall.find(key);
+    const std::string wall = w == g_samples_wall.end() ? "-" : fmt(unit, median(w->second) * scale);
+    rows.push_back({what, target, fmt(unit, m), wall, verdict(pass),
+                    g_notes[key] + fmt("; median of %.0f", double(it->second.size()))});
+  };
+  macro(kExport, "export 1M events to JSON", ">= 10M ev/s", "%.2fM ev/s", 1e-6, true, 10);
+  macro(kExportStop, "  epprof_profiler_stop, 1M events", ">= 10M ev/s", "%.2fM ev/s", 1e-6, true,
+        10);
+  macro(kMerge, "merge 1M events from 8 threads", "<= 50 ms", "%.1f ms", 1, false, 50);
+  macro(kRss, "resident bytes per recorded event", "<= 48 B", "%.1f B", 1, false, 48);
+  macro(kScopeRss, "50M-event scope, peak RSS", "<= 256 MB", "%.0f MB", 1, false, 256);
+  if (g_failed)
+    rows.push_back({"functional checks", "all ok", "FAILED", "-", "MISS",
+                    "see the messages above (dropped events, counts, a child)"});
+  return rows;
+}
+
+void register_all() {
+  const int reps = g_quick ? 3 : 15;
+  const int64_t hot = g_quick ? 100000 : 2000000;
+  auto micro = [&](const char* name, void (*fn)(benchmark::State&), int64_t iters) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Iterations(iters)
+        ->Repetitions(reps)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime()
+        ->Unit(benchmark::kNanosecond);
+  };
+  micro(kEnabled, BM_event_enabled, hot);
+  micro(kEnabledWithId, BM_event_enabled_with_id, hot);
+  micro(kEnabledResident, BM_event_enabled_resident, hot);
+  micro(kEnabledSpilling, BM_event_enabled_spilling, hot);
+  micro(kDisabled, BM_event_disabled, hot * 25);
+  micro(kDisabledGuarded, BM_event_disabled_guarded, hot * 25);
+  micro(kOrt, BM_event_ort_style, g_quick ? 20000 : 200000);
+
+  auto macro = [&](const char* name, void (*fn)(benchmark::State&), int r) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Iterations(1)
+        ->Repetitions(r)
+        ->UseManualTime()
+        ->ReportAggregatesOnly(r > 1)
+        ->Unit(benchmark::kMillisecond);
+  };
+  macro(kExport, BM_export_json, g_quick ? 1 : 7);
+  macro(kExportStop, BM_export_stop, g_quick ? 1 : 5);
+  macro(kMerge, BM_merge, g_quick ? 1 : 9);
+  macro(kRss, BM_rss_per_event, 1);
+  macro(kScopeRss, BM_scope, 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Our own flags first; the rest goes to Google Benchmark.
+  bool force_static = false;
+  std::string child;
+  uint64_t child_n = 0;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      g_quick = true;
+    } else if (a == "--static-api") {
+      force_static = true;
+    } else if (a.rfind("--child=", 0) == 0 && i + 1 < argc) {
+      child = a.substr(8);
+      child_n = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: epprof_bench [--quick] [--static-api] [Google Benchmark flags]\n"
+          "  runs every benchmark of issue 2 and prints a summary table with\n"
+          "  target, measured value and PASS/MISS per line. Timing misses do not\n"
+          "  change the exit status; a failed functional check (dropped events,\n"
+          "  wrong counts, a failed child) exits 1.\n");
+      return 0;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  load_api(force_static);
+  if (!child.empty()) {
+    if (child == "rss") return child_rss(child_n);
+    if (child == "scope") return child_scope(child_n);
+    std::fprintf(stderr, "epprof_bench: unknown child kind '%s'\n", child.c_str());
+    return 2;
+  }
+
+  int bargc = int(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&bargc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, rest.data())) return 2;
+
+  g_name = intern_public("Conv_0_kernel_time");
+  const std::string load_before = loadavg();
+  std::printf("epprof_bench: C API %s; build %s%s\n", g_api.origin.c_str(), EPPROF_BENCH_BUILD_TYPE,
+              std::strcmp(EPPROF_BENCH_BUILD_TYPE, "Debug") == 0
+                  ? " (WARNING: the library is unoptimised; figures are meaningless)"
+                  : "");
+  register_all();
+  CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  delete g_spilling;
+  g_spilling = nullptr;
+
+  print_table(build_rows(), load_before);
+  return g_failed ? 1 : 0;
+}
