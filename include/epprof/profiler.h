@@ -181,6 +181,14 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler);
 
 /* ---- Hot path. Called on the thread that runs the event. ---- */
 
+/* Nonzero when `profiler` is not the disabled (zero) handle. A host that
+ * guards its event calls with this pays a register compare, not a call,
+ * when profiling is off. (It says nothing about whether the profiler is
+ * running: the event calls report that.) */
+static inline int epprof_profiler_enabled(epprof_profiler_t profiler) {
+  return profiler.handle != 0;
+}
+
 /* Begins a host event on the calling thread and calls start_event on each
  * EP profiler. `correlation_id` comes from epprof_correlation_id_next(); a
  * host that reports one event to two profilers (session and run) passes the

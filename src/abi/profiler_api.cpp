@@ -31,8 +31,9 @@ ProfilerSlot g_slots[kMaxProfilers];
 std::mutex g_slots_mu;  // create/destroy and thread registration
 uint64_t g_generation = 0;
 
-epprof_status* not_found(const char* fn) {
-  return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed profiler handle");
+[[gnu::cold, gnu::noinline]] epprof_status* not_found(const char* fn) noexcept {
+  return status_from(EPPROF_NOT_FOUND,
+                     [&] { return std::string(fn) + ": unknown or destroyed profiler handle"; });
 }
 
 // Control-path lookup (takes no lock; the caller holds g_slots_mu when the
@@ -43,57 +44,101 @@ Profiler* find(epprof_profiler_t p) {
   return s.profiler;
 }
 
-// The calling thread's stream in profiler `p`, registering the thread on
-// first use. Sets *err (and returns nullptr) for a stale handle or a
-// profiler that is not running.
-inline core::ThreadStream* stream_for(epprof_profiler_t p, Profiler** prof, epprof_status** err,
-                                      const char* fn) {
-  const uint32_t idx = uint32_t(p.handle & (kMaxProfilers - 1));
-  ProfilerSlot& slot = g_slots[idx];
-  if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != p.handle, 0)) {
-    *err = not_found(fn);
-    return nullptr;
-  }
+// The calling thread's stream in the profiler behind `handle`: the fast
+// path, a cache hit on a running profiler. nullptr means "take the slow
+// path" (first event of this thread, stale handle, or not running).
+inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof) noexcept {
+  const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
+  const ProfilerSlot& slot = g_slots[idx];
+  if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
   Profiler* pr = slot.profiler;
-  if (__builtin_expect(pr->state() != Profiler::State::kRunning, 0)) {
-    *err = make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the profiler is " +
-                                                       (pr->state() == Profiler::State::kCreated
-                                                            ? "not started yet"
-                                                            : "already stopped"));
-    return nullptr;
-  }
+  if (__builtin_expect(pr->state() != Profiler::State::kRunning, 0)) return nullptr;
+  const core::ThreadCache* tc = core::t_cache;
+  if (__builtin_expect(!tc || tc->entries[idx].handle != handle, 0)) return nullptr;
   *prof = pr;
-  core::ThreadCache& tc = core::thread_cache();
-  core::ThreadCache::Entry& e = tc.entries[idx];
-  if (__builtin_expect(e.handle == p.handle, 1)) return e.stream;
-  std::lock_guard<std::mutex> lock(g_slots_mu);
-  if (slot.handle.load(std::memory_order_relaxed) != p.handle) {
-    *err = not_found(fn);
+  return tc->entries[idx].stream;
+}
+
+// The slow path: registers the thread, or explains why there is no stream.
+[[gnu::cold, gnu::noinline]] core::ThreadStream* slow_stream(uint64_t handle, Profiler** prof,
+                                                             epprof_status** err,
+                                                             const char* fn) noexcept {
+  const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
+  ProfilerSlot& slot = g_slots[idx];
+  try {
+    std::lock_guard<std::mutex> lock(g_slots_mu);
+    if (slot.handle.load(std::memory_order_relaxed) != handle) {
+      *err = not_found(fn);
+      return nullptr;
+    }
+    Profiler* pr = slot.profiler;
+    if (pr->state() != Profiler::State::kRunning) {
+      *err = make_status(EPPROF_FAILED_PRECONDITION,
+                         std::string(fn) + ": the profiler is " +
+                             (pr->state() == Profiler::State::kCreated ? "not started yet"
+                                                                      : "already stopped"));
+      return nullptr;
+    }
+    core::ThreadCache& tc = core::thread_cache();
+    core::ThreadCache::Entry& e = tc.entries[idx];
+    if (e.handle != handle) {
+      e.stream = pr->add_thread(tc.tid);
+      e.handle = handle;
+    }
+    *prof = pr;
+    return e.stream;
+  } catch (...) {
+    *err = out_of_memory_status();
     return nullptr;
   }
-  e.stream = pr->add_thread(tc.tid);
-  e.handle = p.handle;
-  return e.stream;
 }
 
 bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_COUNT_; }
 
-epprof_status* check_event_ids(const char* fn, epprof_category category, epprof_name_id name,
-                               uint64_t correlation_id) {
+[[gnu::cold, gnu::noinline]] epprof_status* check_event_ids(const char* fn,
+                                                            epprof_category category,
+                                                            epprof_name_id name,
+                                                            uint64_t correlation_id) noexcept {
   if (!valid_category(category))
-    return make_status(EPPROF_INVALID_ARGUMENT,
-                       std::string(fn) + ": unknown category " + std::to_string(int(category)));
+    return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": unknown category " + std::to_string(int(category));
+    });
   if (name == 0 || !core::interned(name))
-    return make_status(EPPROF_INVALID_ARGUMENT,
-                       std::string(fn) + ": name " + std::to_string(name) +
-                           " is not an id returned by epprof_intern");
+    return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": name " + std::to_string(name) +
+             " is not an id returned by epprof_intern";
+    });
   if (correlation_id == 0)
-    return make_status(EPPROF_INVALID_ARGUMENT,
-                       std::string(fn) + ": correlation id 0; use epprof_correlation_id_next()");
+    return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": correlation id 0; use epprof_correlation_id_next()";
+    });
   return nullptr;
 }
 
 }  // namespace
+
+[[gnu::noinline]] epprof_status* event_begin(uint64_t handle, epprof_category category,
+                                             epprof_name_id name, uint64_t correlation_id) noexcept {
+  if (__builtin_expect(!valid_category(category) || name == 0 || correlation_id == 0, 0))
+    return check_event_ids("epprof_event_begin", category, name, correlation_id);
+  Profiler* p = nullptr;
+  core::ThreadStream* s = fast_stream(handle, &p);
+  epprof_status* err = nullptr;
+  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &err, "epprof_event_begin")))
+    return err;
+  return p->begin(*s, uint8_t(category), name, correlation_id);
+}
+
+[[gnu::noinline]] epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
+                                           const epprof_arg* args, size_t num_args) noexcept {
+  Profiler* p = nullptr;
+  core::ThreadStream* s = fast_stream(handle, &p);
+  epprof_status* err = nullptr;
+  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &err, "epprof_event_end")))
+    return err;
+  return p->end(*s, correlation_id, args, num_args);
+}
+
 }  // namespace epprof::abi
 
 using epprof::abi::make_status;
@@ -278,32 +323,18 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
   EPPROF_API_END
 }
 
+// The event entry points test for the disabled (zero) handle first and
+// tail-call the body, so a host with profiling off pays one compare.
 EPPROF_API epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) {
   if (profiler.handle == 0) return nullptr;
-  EPPROF_API_BEGIN
-  using namespace epprof;
-  if (__builtin_expect(!abi::valid_category(category) || name == 0 || correlation_id == 0, 0))
-    return abi::check_event_ids("epprof_event_begin", category, name, correlation_id);
-  core::Profiler* p = nullptr;
-  epprof_status* err = nullptr;
-  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, "epprof_event_begin");
-  if (!s) return err;
-  return p->begin(*s, uint8_t(category), name, correlation_id);
-  EPPROF_API_END
+  return epprof::abi::event_begin(profiler.handle, category, name, correlation_id);
 }
 
 EPPROF_API epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) {
   if (profiler.handle == 0) return nullptr;
-  EPPROF_API_BEGIN
-  using namespace epprof;
-  core::Profiler* p = nullptr;
-  epprof_status* err = nullptr;
-  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, "epprof_event_end");
-  if (!s) return err;
-  return p->end(*s, correlation_id, args, num_args);
-  EPPROF_API_END
+  return epprof::abi::event_end(profiler.handle, correlation_id, args, num_args);
 }
 
 EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof_category category,
@@ -311,19 +342,18 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
                                               int64_t start_ns, int64_t dur_ns,
                                               const epprof_arg* args, size_t num_args) {
   if (profiler.handle == 0) return nullptr;
-  EPPROF_API_BEGIN
   using namespace epprof;
   const char* fn = "epprof_event_record";
   if (epprof_status* st = abi::check_event_ids(fn, category, name, correlation_id)) return st;
   if (dur_ns < 0)
-    return make_status(EPPROF_INVALID_ARGUMENT,
-                       std::string(fn) + ": negative duration " + std::to_string(dur_ns));
+    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": negative duration " + std::to_string(dur_ns);
+    });
   core::Profiler* p = nullptr;
+  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p);
   epprof_status* err = nullptr;
-  core::ThreadStream* s = abi::stream_for(profiler, &p, &err, fn);
-  if (!s) return err;
+  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &err, fn))) return err;
   return p->record(*s, uint8_t(category), name, correlation_id, start_ns, dur_ns, args, num_args);
-  EPPROF_API_END
 }
 
 }  // extern "C"

@@ -20,6 +20,17 @@ namespace epprof::abi {
 epprof_status* make_status(epprof_status_code code, const std::string& message) noexcept;
 epprof_status* out_of_memory_status() noexcept;
 
+// A status whose message is built by `message()` (which may allocate):
+// for error paths inside noexcept code.
+template <class F>
+epprof_status* status_from(epprof_status_code code, F&& message) noexcept {
+  try {
+    return make_status(code, message());
+  } catch (...) {
+    return out_of_memory_status();
+  }
+}
+
 // For a null pointer argument: "<function>: <what> is NULL".
 inline epprof_status* null_argument(const char* function, const char* what) noexcept {
   return make_status(EPPROF_INVALID_ARGUMENT, std::string(function) + ": " + what + " is NULL");

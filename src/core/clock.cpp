@@ -32,10 +32,9 @@ bool detect_invariant_tsc() {
 #endif
 }
 
-const bool g_tsc = detect_invariant_tsc();
 
 double measure_nominal() {
-  if (!g_tsc) return 1.0;
+  if (!detail::g_tsc_ticks) return 1.0;
   ClockPair a = read_clock_pair();
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ClockPair b = read_clock_pair();
@@ -45,7 +44,9 @@ double measure_nominal() {
 
 }  // namespace
 
-bool ticks_are_tsc() noexcept { return g_tsc; }
+namespace detail {
+bool g_tsc_ticks = detect_invariant_tsc();
+}  // namespace detail
 
 ClockPair read_clock_pair() noexcept {
   ClockPair best{0, 0};
@@ -66,7 +67,7 @@ TickConverter::TickConverter(ClockPair a, ClockPair b) noexcept : base_(a) {
   if (b.ticks > a.ticks && b.ns > a.ns)
     ns_per_tick_ = double(b.ns - a.ns) / double(b.ticks - a.ticks);
   else
-    ns_per_tick_ = g_tsc ? nominal_ns_per_tick() : 1.0;
+    ns_per_tick_ = detail::g_tsc_ticks ? nominal_ns_per_tick() : 1.0;
 }
 
 double nominal_ns_per_tick() noexcept {

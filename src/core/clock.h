@@ -25,8 +25,13 @@ inline int64_t realtime_ns() noexcept {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// True when ticks come from an invariant TSC; decided once at load.
-bool ticks_are_tsc() noexcept;
+namespace detail {
+// Decided once while the library loads, before any profiler can exist.
+extern bool g_tsc_ticks;
+}  // namespace detail
+
+// True when ticks come from an invariant TSC.
+inline bool ticks_are_tsc() noexcept { return detail::g_tsc_ticks; }
 
 inline uint64_t now_ticks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

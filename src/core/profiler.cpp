@@ -76,34 +76,30 @@ std::string Profiler::stop(epprof_trace_stats* stats) {
   return write_trace(stats);
 }
 
-epprof_status* Profiler::too_deep() const {
-  return abi::make_status(EPPROF_RESOURCE_EXHAUSTED,
-                          "epprof_event_begin: more than " + std::to_string(kMaxOpenEvents) +
-                              " nested events are open on this thread");
+epprof_status* Profiler::too_deep() const noexcept {
+  return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string("epprof_event_begin: more than " + std::to_string(kMaxOpenEvents) +
+                              " nested events are open on this thread"); });
 }
 
-epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) const {
+epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) const noexcept {
   if (s.depth == 0)
-    return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                            "epprof_event_end: no event is open on this thread (correlation id " +
-                                std::to_string(id) + ")");
-  return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                          "epprof_event_end: correlation id " + std::to_string(id) +
+    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: no event is open on this thread (correlation id " +
+                                std::to_string(id) + ")"); });
+  return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: correlation id " + std::to_string(id) +
                               " is not the innermost open event on this thread (that is " +
                               std::to_string(s.open[s.depth - 1].correlation_id) +
-                              "); events must be properly nested");
+                              "); events must be properly nested"); });
 }
 
 epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur,
-                                         uint8_t flags, const epprof_arg* args, size_t num_args) {
+                                         uint8_t flags, const epprof_arg* args,
+                                         size_t num_args) noexcept {
   if (!args)
-    return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                            "epprof_event_end: args is NULL with num_args = " +
-                                std::to_string(num_args));
+    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: args is NULL with num_args = " +
+                                std::to_string(num_args)); });
   if (num_args > kMaxArgs)
-    return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                            "epprof_event_end: " + std::to_string(num_args) +
-                                " args; at most " + std::to_string(kMaxArgs) + " are allowed");
+    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: " + std::to_string(num_args) +
+                                " args; at most " + std::to_string(kMaxArgs) + " are allowed"); });
   // Validate and size everything before writing anything.
   size_t lens[kMaxArgs];
   uint32_t big_ids[kMaxArgs];
@@ -111,23 +107,23 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
   for (size_t i = 0; i < num_args; ++i) {
     const epprof_arg& a = args[i];
     if (a.key == 0 || !interned(a.key))
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                              "epprof_event_end: arg " + std::to_string(i) +
-                                  " has a key that is not an interned name id");
+      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg " + std::to_string(i) +
+                                  " has a key that is not an interned name id"); });
     if (a.type > EPPROF_ARG_JSON)
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                              "epprof_event_end: arg '" + *interned(a.key) + "' has unknown type " +
-                                  std::to_string(a.type));
+      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg '" + *interned(a.key) + "' has unknown type " +
+                                  std::to_string(a.type)); });
     if (a.type != EPPROF_ARG_INT64 && !a.value.str)
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                              "epprof_event_end: value of arg '" + *interned(a.key) + "' is NULL");
+      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) + "' is NULL"); });
     big_ids[i] = 0;
     size_t v = inline_value_bytes(a, &lens[i]);
     if (v == 0) {
-      big_ids[i] = intern(std::string_view(a.value.str, lens[i]));
+      try {
+        big_ids[i] = intern(std::string_view(a.value.str, lens[i]));
+      } catch (const std::bad_alloc&) {
+        return abi::out_of_memory_status();
+      }
       if (!big_ids[i])
-        return abi::make_status(EPPROF_RESOURCE_EXHAUSTED,
-                                "epprof_event_end: the string table is full");
+        return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string("epprof_event_end: the string table is full"); });
       v = 4;
     }
     bytes += 8 + v;
@@ -164,7 +160,7 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
 }
 
 void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
-                           const epprof_arg* args, size_t num_args) {
+                           const epprof_arg* args, size_t num_args) noexcept {
   epprof_event view;
   const std::string* name = interned(o.name);
   const int64_t ts = provisional_.to_ns(o.ts) - start_pair_.ns;
@@ -176,7 +172,7 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
 
 epprof_status* Profiler::record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
                                 int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
-                                size_t num_args) {
+                                size_t num_args) noexcept {
   // Host-clock ns back to ticks, so every record shares one time base.
   const double tpn = 1.0 / provisional_.ns_per_tick();
   const uint64_t ts = start_pair_.ticks + uint64_t(int64_t(double(start_ns - start_pair_.ns) * tpn));

@@ -55,7 +55,7 @@ class Profiler {
   ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
 
   // ---- hot path; the caller has checked the handle and the state ----
-  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id) {
+  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id) noexcept {
     if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return too_deep();
     s.open[s.depth++] = OpenEvent{now_ticks(), id, name, category};
     if (eps_want_events_)
@@ -63,7 +63,7 @@ class Profiler {
     return nullptr;
   }
 
-  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args) {
+  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args) noexcept {
     const uint64_t t = now_ticks();
     if (__builtin_expect(s.depth == 0 || s.open[s.depth - 1].correlation_id != id, 0))
       return mismatched_end(s, id);
@@ -81,16 +81,18 @@ class Profiler {
 
   epprof_status* record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
                         int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
-                        size_t num_args);
+                        size_t num_args) noexcept;
 
  private:
-  epprof_status* too_deep() const;
-  epprof_status* mismatched_end(const ThreadStream& s, uint64_t id) const;
+  // Error paths stay out of line so the hot path keeps a small frame.
+  [[gnu::cold, gnu::noinline]] epprof_status* too_deep() const noexcept;
+  [[gnu::cold, gnu::noinline]] epprof_status* mismatched_end(const ThreadStream& s,
+                                                             uint64_t id) const noexcept;
   // dur is in ticks, or in ns when flags has kRecordDurationNs.
   epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur, uint8_t flags,
-                                 const epprof_arg* args, size_t num_args);
+                                 const epprof_arg* args, size_t num_args) noexcept;
   void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
-                   const epprof_arg* args, size_t num_args);
+                   const epprof_arg* args, size_t num_args) noexcept;
   std::string write_trace(epprof_trace_stats* stats);
 
   ProfilerConfig config_;

@@ -24,7 +24,7 @@ thread_local CacheOwner t_owner;
 
 }  // namespace
 
-thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 
 ThreadCache& thread_cache_slow() {
   t_owner.cache = std::make_unique<ThreadCache>();

@@ -22,8 +22,9 @@ struct ThreadCache {
 };
 
 // Only a pointer lives in static TLS (initial-exec: no __tls_get_addr on the
-// hot path, and small enough for a dlopen'ed library).
-extern thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
+// hot path, and small enough for a dlopen'ed library). __thread rather than
+// thread_local: a trivially initialised pointer needs no TLS init wrapper.
+extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
 // Creates the calling thread's cache (freed at thread exit).
 ThreadCache& thread_cache_slow();
