@@ -1,47 +1,77 @@
 #include "core/merge.h"
 
+#include <utility>
+
 namespace epprof::core {
+namespace {
+
+template <class N>
+inline bool node_less(const N& a, const N& b) {
+  if (a.ts != b.ts) return a.ts < b.ts;
+  if (a.inv_dur != b.inv_dur) return a.inv_dur < b.inv_dur;
+  return a.rank < b.rank;
+}
+
+}  // namespace
 
 Merger::Merger(std::vector<std::unique_ptr<RunCursor>> runs) : runs_(std::move(runs)) {
-  for (size_t i = 0; i < runs_.size(); ++i)
-    if (runs_[i]->peek()) heap_.push_back(i);
-  for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
-}
-
-bool Merger::less(size_t a, size_t b) const {
-  const Record* x = runs_[heap_[a]]->peek();
-  const Record* y = runs_[heap_[b]]->peek();
-  if (x->ts != y->ts) return x->ts < y->ts;
-  if (x->dur != y->dur) return x->dur > y->dur;
-  return heap_[a] < heap_[b];  // deterministic order between runs
-}
-
-void Merger::sift_down(size_t i) {
-  const size_t n = heap_.size();
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < n && less(l, m)) m = l;
-    if (r < n && less(r, m)) m = r;
-    if (m == i) return;
-    std::swap(heap_[i], heap_[m]);
-    i = m;
+  leaves_.reserve(runs_.size());
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    RunCursor* r = runs_[i].get();
+    leaves_.push_back(Leaf{r->begin(), r->end(), r, r->stream()});
   }
+  size_t p = 1;
+  while (p < leaves_.size()) p *= 2;
+  // Winners of each match, bottom-up; the losers stay in tree_.
+  std::vector<Node> win(2 * p);
+  for (size_t i = 0; i < p; ++i) win[p + i] = head(uint32_t(i));
+  tree_.resize(p);
+  for (size_t t = p; t-- > 1;) {
+    const Node& a = win[2 * t];
+    const Node& b = win[2 * t + 1];
+    const bool a_wins = node_less(a, b);
+    tree_[t] = a_wins ? b : a;
+    win[t] = a_wins ? a : b;
+  }
+  tree_[0] = win[1];
+}
+
+Merger::Node Merger::head(uint32_t leaf) const {
+  if (leaf < leaves_.size()) {
+    const Leaf& l = leaves_[leaf];
+    if (l.cur != l.end) return Node{l.cur->ts, l.cur->inv_dur, leaf, leaf};
+  }
+  return Node{UINT64_MAX, UINT64_MAX, kDone, leaf};
+}
+
+void Merger::advance_winner() {
+  const uint32_t w = tree_[0].leaf;
+  Leaf& l = leaves_[w];
+  if (++l.cur == l.end && l.run->refill()) {
+    l.cur = l.run->begin();
+    l.end = l.run->end();
+  }
+  // Replay the winner's path to the root; the key is read from the index
+  // entry, never through the record.
+  Node x = head(w);
+  const size_t p = tree_.size();
+  for (size_t t = (p + w) >> 1; t > 0; t >>= 1) {
+    if (node_less(tree_[t], x)) std::swap(tree_[t], x);
+  }
+  tree_[0] = x;
 }
 
 const Record* Merger::next(uint32_t* stream) {
   if (pending_) {
-    pending_->advance();
-    if (!pending_->peek()) {
-      heap_[0] = heap_.back();
-      heap_.pop_back();
-    }
-    if (!heap_.empty()) sift_down(0);
-    pending_ = nullptr;
+    advance_winner();
+    pending_ = false;
   }
-  if (heap_.empty()) return nullptr;
-  pending_ = runs_[heap_[0]].get();
-  *stream = pending_->stream();
-  return pending_->peek();
+  const Node& top = tree_[0];
+  if (top.rank == kDone) return nullptr;
+  pending_ = true;
+  const Leaf& l = leaves_[top.leaf];
+  *stream = l.stream;
+  return l.cur->rec;
 }
 
 }  // namespace epprof::core

@@ -3,6 +3,7 @@
 // so parents precede their children.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -19,12 +20,32 @@ class Merger {
   const Record* next(uint32_t* stream);
 
  private:
-  bool less(size_t a, size_t b) const;
-  void sift_down(size_t i);
+  // A run's head with its sort key inline: (ts, ~dur, rank), where rank is
+  // the run index (a deterministic order between runs), or kDone once the
+  // run is exhausted, so that it sorts after every real entry.
+  struct Node {
+    uint64_t ts;
+    uint64_t inv_dur;
+    uint32_t rank;
+    uint32_t leaf;  // index into leaves_
+  };
+  struct Leaf {
+    const IndexEntry* cur;
+    const IndexEntry* end;
+    RunCursor* run;
+    uint32_t stream;
+  };
+  static constexpr uint32_t kDone = UINT32_MAX;
+
+  Node head(uint32_t leaf) const;
+  void advance_winner();
 
   std::vector<std::unique_ptr<RunCursor>> runs_;
-  std::vector<size_t> heap_;  // indices into runs_
-  RunCursor* pending_ = nullptr;  // advanced on the next call
+  std::vector<Leaf> leaves_;
+  // Tournament (loser) tree over leaves_ padded to a power of two: tree_[0]
+  // is the overall winner, tree_[1..size) the loser of each match.
+  std::vector<Node> tree_;
+  bool pending_ = false;  // the winner is advanced on the next call
 };
 
 }  // namespace epprof::core

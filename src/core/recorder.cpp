@@ -13,16 +13,6 @@
 #include "core/log.h"
 
 namespace epprof::core {
-struct IndexEntry {
-  uint64_t ts;
-  uint64_t inv_dur;  // ~dur, so that at equal starts the longer (outer) event comes first
-  const Record* rec;
-
-  bool operator<(const IndexEntry& b) const {
-    return ts != b.ts ? ts < b.ts : inv_dur < b.inv_dur;
-  }
-};
-
 namespace {
 
 constexpr size_t kRunChunks = 256;
@@ -30,82 +20,145 @@ constexpr size_t kSpillWriteBytes = 1 << 20;
 
 size_t entry_bytes(const Record* r) { return kSlotBytes * (1 + size_t(r->arg_slots)); }
 
-// Appends the entries of `chunks` (all of one stream, in order) to `index`.
-void index_chunks(const std::vector<Chunk*>& chunks, std::vector<IndexEntry>& index) {
+inline bool key_less(const IndexEntry& a, const IndexEntry& b) {
+  return a.ts != b.ts ? a.ts < b.ts : a.inv_dur < b.inv_dur;
+}
+
+uint64_t count_entries(const std::vector<Chunk*>& chunks) {
+  uint64_t n = 0;
+  for (const Chunk* c : chunks) n += c->events;
+  return n;
+}
+
+// Fills out[0, n) with the n entries of `chunks` (all of one stream, in
+// order) ordered by start, then longer first, then, at equal keys, the
+// later-written first (the order a stable sort of the reversed stream
+// gives; for nested events with equal keys, the enclosing one first).
+//
+// Records are written when events end, so a stream of nested events is in
+// post-order: an event comes right after its descendants, and belongs just
+// before them. One insertion pass from the back moves each record before
+// the maximal suffix of placed records that are not less than it (its
+// descendants, for a nested stream): an already sorted stream costs one
+// comparison per entry, a nested one the sum of subtree sizes. Streams that
+// do not nest (epprof_event_record takes arbitrary events) can make that
+// quadratic, so past a bound on moved entries this falls back to a sort.
+void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n) {
+  const size_t budget = 8 * n + 64;
+  size_t m = 0, moved = 0;
   for (const Chunk* c : chunks) {
-    for (uint32_t i = 0; i < c->used;) {
+    const uint32_t used = c->used;
+    for (uint32_t i = 0; i < used;) {
       const Record* r = &c->slots[i];
-      index.push_back(IndexEntry{r->ts, ~r->dur, r});
-      i += 1 + r->arg_slots;
+      // The chunks are cold by now; the hardware prefetcher stops at page
+      // boundaries. (A prefetch past the chunk is harmless.)
+      __builtin_prefetch(reinterpret_cast<const char*>(r) + 2048);
+      i += 1 + uint32_t(r->arg_slots);
+      const IndexEntry e{r->ts, ~r->dur, r};
+      size_t j = m;
+      if (j > 0 && !key_less(out[j - 1], e)) {
+        do {
+          out[j] = out[j - 1];
+          --j;
+        } while (j > 0 && !key_less(out[j - 1], e));
+        moved += m - j;
+        if (moved > budget) goto sort;
+      }
+      out[j] = e;
+      ++m;
     }
   }
-  // Leaf-only streams are already in order; nested events are not (a parent
-  // is written when it ends, after its children).
-  if (!std::is_sorted(index.begin(), index.end())) std::sort(index.begin(), index.end());
+  return;
+
+sort:
+  // Reversed, so that a stable sort puts the later-written first at equal
+  // keys, as the insertion pass does.
+  m = n;
+  for (const Chunk* c : chunks) {
+    const uint32_t used = c->used;
+    for (uint32_t i = 0; i < used;) {
+      const Record* r = &c->slots[i];
+      i += 1 + uint32_t(r->arg_slots);
+      out[--m] = IndexEntry{r->ts, ~r->dur, r};
+    }
+  }
+  std::stable_sort(out, out + n, key_less);
 }
 
 class MemoryRun final : public RunCursor {
  public:
-  MemoryRun(uint32_t stream, std::vector<IndexEntry> index) : index_(std::move(index)) {
+  MemoryRun(uint32_t stream, std::unique_ptr<IndexEntry[]> index, size_t n)
+      : index_(std::move(index)) {
     stream_ = stream;
-    current_ = index_.empty() ? nullptr : index_[0].rec;
+    begin_ = index_.get();
+    end_ = index_.get() + n;
   }
-  void advance() override {
-    ++pos_;
-    current_ = pos_ < index_.size() ? index_[pos_].rec : nullptr;
+  bool refill() override {
+    begin_ = end_;
+    return false;
   }
 
  private:
-  std::vector<IndexEntry> index_;
-  size_t pos_ = 0;
+  std::unique_ptr<IndexEntry[]> index_;
 };
 
+// A spilled run, read back a buffer at a time; each window indexes up to
+// kWindowEntries whole entries of the buffer.
 class DiskRun final : public RunCursor {
  public:
   DiskRun(int fd, uint32_t stream, uint64_t offset, uint64_t bytes)
-      : fd_(fd), next_offset_(offset), end_(offset + bytes), buf_(new unsigned char[kBufBytes]) {
+      : fd_(fd), next_offset_(offset), end_offset_(offset + bytes), buf_(new unsigned char[kBufBytes]) {
     stream_ = stream;
-    load();
+    window_.reserve(kWindowEntries);
+    refill();
   }
-  void advance() override {
-    pos_ += entry_bytes(current_);
-    load();
+  bool refill() override {
+    size_t pos = parsed_;
+    if (!whole_entry_at(pos)) {
+      // Keep the partial entry at the end of the buffer, read on.
+      std::memmove(buf_.get(), buf_.get() + pos, len_ - pos);
+      len_ -= pos;
+      pos = 0;
+      while (len_ < kBufBytes && next_offset_ < end_offset_) {
+        size_t want = std::min<uint64_t>(kBufBytes - len_, end_offset_ - next_offset_);
+        ssize_t n = pread(fd_, buf_.get() + len_, want, off_t(next_offset_));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {  // a short spill file ends the run; never read garbage
+          next_offset_ = end_offset_;
+          break;
+        }
+        len_ += size_t(n);
+        next_offset_ += uint64_t(n);
+      }
+    }
+    window_.clear();
+    while (window_.size() < kWindowEntries && whole_entry_at(pos)) {
+      const Record* r = reinterpret_cast<const Record*>(buf_.get() + pos);
+      window_.push_back(IndexEntry{r->ts, ~r->dur, r});
+      pos += entry_bytes(r);
+    }
+    parsed_ = pos;
+    begin_ = window_.data();
+    end_ = window_.data() + window_.size();
+    return !window_.empty();
   }
 
  private:
   static constexpr size_t kBufBytes = 256 * 1024;
+  static constexpr size_t kWindowEntries = 512;
 
-  // Makes current_ point at a whole entry in the buffer, refilling as needed.
-  void load() {
-    size_t avail = len_ - pos_;
-    if (avail >= kSlotBytes &&
-        avail >= entry_bytes(reinterpret_cast<const Record*>(buf_.get() + pos_))) {
-      current_ = reinterpret_cast<const Record*>(buf_.get() + pos_);
-      return;
-    }
-    std::memmove(buf_.get(), buf_.get() + pos_, avail);
-    pos_ = 0;
-    len_ = avail;
-    while (len_ < kBufBytes && next_offset_ < end_) {
-      size_t want = std::min<uint64_t>(kBufBytes - len_, end_ - next_offset_);
-      ssize_t n = pread(fd_, buf_.get() + len_, want, off_t(next_offset_));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // a short spill file ends the run; never read garbage
-      len_ += size_t(n);
-      next_offset_ += uint64_t(n);
-    }
-    if (len_ >= kSlotBytes && len_ >= entry_bytes(reinterpret_cast<const Record*>(buf_.get())))
-      current_ = reinterpret_cast<const Record*>(buf_.get());
-    else
-      current_ = nullptr;
+  bool whole_entry_at(size_t pos) const {
+    return len_ - pos >= kSlotBytes &&
+           len_ - pos >= entry_bytes(reinterpret_cast<const Record*>(buf_.get() + pos));
   }
 
   int fd_;
   uint64_t next_offset_;
-  uint64_t end_;
-  std::unique_ptr<unsigned char[]> buf_;  // 32-byte aligned by new[] of this size
-  size_t pos_ = 0;
-  size_t len_ = 0;
+  uint64_t end_offset_;
+  std::unique_ptr<unsigned char[]> buf_;  // 16-byte aligned by new[]
+  size_t len_ = 0;     // bytes in buf_
+  size_t parsed_ = 0;  // bytes of buf_ indexed so far
+  std::vector<IndexEntry> window_;
 };
 
 bool write_all(int fd, const void* data, size_t n) {
@@ -227,23 +280,26 @@ void Recorder::spill_locked() {
 
 void Recorder::spill_run_locked(uint32_t stream, const std::vector<Chunk*>& chunks,
                                 std::vector<IndexEntry>& index, std::vector<unsigned char>& out) {
-  uint64_t events = 0, bytes = 0;
-  for (Chunk* c : chunks) {
-    events += c->events;
-    bytes += uint64_t(c->used) * kSlotBytes;
-  }
+  uint64_t bytes = 0;
+  for (Chunk* c : chunks) bytes += uint64_t(c->used) * kSlotBytes;
+  const uint64_t events = count_entries(chunks);
   stats_.events += events;
   if (spill_bytes_ + bytes <= disk_budget_ && ensure_spill_file_locked()) {
-    index.clear();
-    index_chunks(chunks, index);
-    out.clear();
+    if (index.size() < events) index.resize(events);
+    index_chunks(chunks, index.data(), events);
+    // Entries are at most a chunk: a buffer of kSpillWriteBytes plus a
+    // chunk never overflows before it is written.
+    if (out.size() < kSpillWriteBytes + kChunkBytes) out.resize(kSpillWriteBytes + kChunkBytes);
     bool ok = true;
-    for (size_t i = 0; i < index.size() && ok; ++i) {
-      auto* p = reinterpret_cast<const unsigned char*>(index[i].rec);
-      out.insert(out.end(), p, p + entry_bytes(index[i].rec));
-      if (out.size() >= kSpillWriteBytes || i + 1 == index.size()) {
-        ok = write_all(spill_fd_, out.data(), out.size());
-        out.clear();
+    size_t fill = 0;
+    for (size_t i = 0; i < events && ok; ++i) {
+      const Record* r = index[i].rec;
+      const size_t n = entry_bytes(r);
+      std::memcpy(out.data() + fill, r, n);
+      fill += n;
+      if (fill >= kSpillWriteBytes || i + 1 == events) {
+        ok = write_all(spill_fd_, out.data(), fill);
+        fill = 0;
       }
     }
     if (ok) {
@@ -281,11 +337,14 @@ std::vector<std::unique_ptr<RunCursor>> Recorder::finish() {
   for (const SpillRun& r : runs_)
     runs.push_back(std::make_unique<DiskRun>(spill_fd_, r.stream, r.offset, r.bytes));
   for (uint32_t s = 0; s < by_stream.size(); ++s) {
-    std::vector<IndexEntry> index;
-    for (Chunk* c : by_stream[s]) stats_.events += c->events;
-    index_chunks(by_stream[s], index);
+    const uint64_t n = count_entries(by_stream[s]);
+    stats_.events += n;
+    if (n > 0) {
+      std::unique_ptr<IndexEntry[]> index(new IndexEntry[n]);  // left uninitialised
+      index_chunks(by_stream[s], index.get(), n);
+      runs.push_back(std::make_unique<MemoryRun>(s, std::move(index), n));
+    }
     finished_.insert(finished_.end(), by_stream[s].begin(), by_stream[s].end());
-    if (!index.empty()) runs.push_back(std::make_unique<MemoryRun>(s, std::move(index)));
   }
   return runs;
 }

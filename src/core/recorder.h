@@ -17,8 +17,6 @@
 
 namespace epprof::core {
 
-struct IndexEntry;
-
 constexpr size_t kChunkBytes = 64 * 1024;
 constexpr size_t kChunkSlots = kChunkBytes / kSlotBytes - 2;  // room for the header
 constexpr size_t kMaxOpenEvents = 256;
@@ -48,17 +46,30 @@ struct ThreadStream {
   OpenEvent open[kMaxOpenEvents];
 };
 
-// A sorted sequence of entries (a record followed by its arg slots).
+// One entry of a run's index: the sort key inline (no load through `rec` to
+// compare), and the record.
+struct IndexEntry {
+  uint64_t ts;
+  uint64_t inv_dur;  // ~dur: at equal starts the longer (outer) event first
+  const Record* rec;
+};
+
+// A sorted sequence of entries (a record followed by its arg slots), handed
+// out a window at a time: [begin(), end()) is in order, and it and its
+// records stay valid until refill().
 class RunCursor {
  public:
   virtual ~RunCursor() = default;
-  // The current entry, or nullptr when exhausted. Valid until advance().
-  const Record* peek() const noexcept { return current_; }
   uint32_t stream() const noexcept { return stream_; }
-  virtual void advance() = 0;
+  const IndexEntry* begin() const noexcept { return begin_; }
+  const IndexEntry* end() const noexcept { return end_; }
+  // Replaces the window with the next one; false, with an empty window,
+  // once the run is exhausted.
+  virtual bool refill() = 0;
 
  protected:
-  const Record* current_ = nullptr;
+  const IndexEntry* begin_ = nullptr;
+  const IndexEntry* end_ = nullptr;
   uint32_t stream_ = 0;
 };
 
