@@ -4,6 +4,7 @@
 #include <exception>
 #include <mutex>
 
+#include "epprof/profiler.h"
 #include "epprof/rt/error.h"
 
 namespace epprof::rt::detail {
@@ -30,6 +31,18 @@ class Releaser {
  private:
   std::vector<std::atomic<int>> remaining_;
 };
+
+// Tells the observers about the exception in flight (without consuming it).
+void notify_failed(const Observers& obs, const NodeInfo& info) {
+  std::string what = "unknown error";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  for (int k = obs.count; k-- > 0;) obs.list[k]->node_failed(info, what.c_str());
+}
 
 [[noreturn]] void rethrow_for_node(const Node& node) {
   try {
@@ -123,7 +136,7 @@ void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& 
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
-  const NodeInfo info{node, *np.provider, run_id};
+  const NodeInfo info{node, *np.provider, run_id, obs.count ? epprof_correlation_id_next() : 0};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);
@@ -131,6 +144,7 @@ void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& 
       if (np.out_slots[o] >= 0 && ctx.outputs[o].empty())
         throw Error(ErrorKind::Kernel, "output " + std::to_string(o) + " ('" + node.outputs[o] + "') was not produced");
   } catch (...) {
+    if (obs.count) notify_failed(obs, info);
     rethrow_for_node(node);
   }
   for (int k = obs.count; k-- > 0;) {

@@ -167,6 +167,17 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   for (const auto& v : proto.graph().value_info()) m.value_info[v.name()] = io_info_from_proto(v, false);
   for (const auto& v : m.inputs) m.value_info[v.name] = v;
   for (const auto& v : m.outputs) m.value_info[v.name] = v;
+  for (auto& n : m.nodes) {
+    n.input_info.assign(n.inputs.size(), ValueInfo{});
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ValueInfo& vi = n.input_info[i];
+      if (auto init = m.initializers.find(n.inputs[i]); init != m.initializers.end()) {
+        vi = ValueInfo{init->second.dtype(), init->second.shape(), true};
+      } else if (auto it = m.value_info.find(n.inputs[i]); it != m.value_info.end()) {
+        vi = ValueInfo{it->second.type, it->second.shape, it->second.has_shape};
+      }
+    }
+  }
   return m;
 }
 

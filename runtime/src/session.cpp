@@ -5,6 +5,7 @@
 #include <map>
 #include <thread>
 
+#include "epprof/profiler.h"
 #include "executor.h"
 #include "model.h"
 
@@ -26,7 +27,8 @@ namespace {
 
 class PhaseScope {
  public:
-  PhaseScope(RunObserver* obs, SessionPhase phase, const std::string& path) : obs_(obs), info_{phase, path} {
+  PhaseScope(RunObserver* obs, SessionPhase phase, const std::string& path)
+      : obs_(obs), info_{phase, path, obs ? epprof_correlation_id_next() : 0} {
     if (obs_) obs_->session_phase_begin(info_);
   }
   ~PhaseScope() {
@@ -206,7 +208,9 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   obs.add(s.options.observer);
   obs.add(options.observer);
   const uint64_t run_id = impl_->next_run_id.fetch_add(1);
-  const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size()};
+  const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size(),
+                     obs.count ? epprof_correlation_id_next() : 0,
+                     obs.count ? epprof_correlation_id_next() : 0};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
   try {
     s.executor->execute(s.plan, values, obs, run_id);

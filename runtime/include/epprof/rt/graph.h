@@ -22,6 +22,15 @@ struct Attribute {
   std::vector<std::string> strings;
 };
 
+// What is known about a node input before run time (from the model's
+// value_info, shape inference, graph inputs and initializers), so that an
+// EP can claim a node by dtype and shape.
+struct ValueInfo {
+  DataType type = DataType::Undefined;  // Undefined: not known
+  Shape shape;                          // -1 for an unknown dim
+  bool has_shape = false;               // false: rank not known
+};
+
 struct Node {
   size_t index = 0;          // position in topological order
   std::string name;          // never empty: "<op_type>_<index>" when the model has none
@@ -31,6 +40,7 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an omitted optional output
   std::map<std::string, Attribute> attributes;
+  std::vector<ValueInfo> input_info;  // one per input, as known at load time
 
   bool has_attr(const std::string& key) const { return attributes.count(key) != 0; }
   // Typed getters: return `fallback` when absent, throw Error when present with another kind.

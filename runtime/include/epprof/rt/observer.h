@@ -17,18 +17,25 @@ enum class SessionPhase { ModelLoading, SessionInitialization };
 struct SessionPhaseInfo {
   SessionPhase phase;
   const std::string& model_path;
+  uint64_t correlation_id;    // from epprof_correlation_id_next(); 0 when no observer is set
 };
 
 struct RunInfo {
   uint64_t run_id;            // increasing per session, starts at 1
   const char* executor_name;  // "SequentialExecutor" or "ParallelExecutor"
   size_t num_nodes;
+  // Process-unique ids (epprof_correlation_id_next) of the run and of the
+  // executor's pass inside it, shared by every observer so that a session
+  // and a run profiler report one event under one id.
+  uint64_t correlation_id;
+  uint64_t execute_correlation_id;
 };
 
 struct NodeInfo {
   const Node& node;           // name, op_type, index, attributes, ...
   const std::string& provider;  // EP name, e.g. "CPUExecutionProvider"
   uint64_t run_id;
+  uint64_t correlation_id;    // process-unique id of this node execution, shared by all observers
 };
 
 // Inputs/outputs of one finished node execution. Pointers valid only during the call.
@@ -51,6 +58,9 @@ class RunObserver {
   virtual void run_end(const RunInfo&) {}
   virtual void node_begin(const NodeInfo&) {}
   virtual void node_end(const NodeInfo&, const NodeIo&) {}
+  // The node's kernel threw: called instead of node_end, before the error
+  // propagates, so that every node_begin is closed.
+  virtual void node_failed(const NodeInfo&, const char* /*what*/) {}
 };
 
 }  // namespace epprof::rt

@@ -1,0 +1,51 @@
+// Device clock -> host clock. The device's profiling clock (CL_PROFILING_*
+// timestamps) is its own; each calibration sample pairs a device time with
+// the host time of the same instant, within +-error_ns. Two samples (at
+// start_profiling and at end_profiling) give a linear model, offset plus
+// drift; every device timestamp between them converts with an error no
+// larger than the larger of the two samples' errors (the true line lies
+// within +-error of both endpoints, so within +-max(error) between them).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <CL/cl.h>
+
+namespace epprof::opencl {
+
+struct ClockSample {
+  int64_t host_ns = 0;    // host clock (epprof_host_api::clock_now_ns)
+  int64_t device_ns = 0;  // device profiling clock
+  int64_t error_ns = 0;   // half-width of the host interval bracketing the device read
+  const char* method = "none";  // "clGetDeviceAndHostTimer" or "marker"
+};
+
+class ClockModel {
+ public:
+  // From one sample: offset only, no drift.
+  explicit ClockModel(const ClockSample& a);
+  // From two samples: offset and drift. Falls back to a's offset when the
+  // samples are too close together for the slope to mean anything.
+  ClockModel(const ClockSample& a, const ClockSample& b);
+
+  int64_t to_host(int64_t device_ns) const;      // a device time on the host clock
+  int64_t duration(int64_t device_dur_ns) const;  // a device duration in host ns
+  int64_t error_bound_ns() const { return error_ns_; }
+  double drift_ppm() const { return (slope_ - 1.0) * 1e6; }
+  int64_t offset_ns() const { return a_.host_ns - a_.device_ns; }  // host - device at sample a
+  std::string describe() const;  // the model in words, for the trace metadata
+
+ private:
+  ClockSample a_;
+  double slope_ = 1.0;
+  int64_t error_ns_ = 0;
+  bool two_point_ = false;
+};
+
+// Takes the best of several samples (the narrowest bracket).
+// clGetDeviceAndHostTimer where the driver implements it; otherwise a marker
+// command bracketed by host clock reads: host t0, enqueue a marker, wait,
+// host t1; the marker's END lies in [t0, t1]. `host_now` is the host clock.
+ClockSample calibrate(cl_device_id device, cl_command_queue queue, int64_t (*host_now)(void));
+
+}  // namespace epprof::opencl

@@ -1,0 +1,110 @@
+// The OpenCL device the EP runs on: platform, device, context, one in-order
+// queue with profiling enabled, and the kernel programs (built lazily, once).
+// Dispatch is one compute call's commands: explicit host->device copies,
+// kernels, device->host copies, each with its own profiling cl_event, read
+// after completion into CommandRecords (device clock).
+#pragma once
+#include <CL/cl.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+
+namespace epprof::opencl {
+
+const char* cl_error_name(cl_int err);  // "CL_OUT_OF_RESOURCES" or the number
+
+// A failed OpenCL call: its error code and a message naming what failed.
+struct ClError {
+  cl_int code = CL_SUCCESS;
+  std::string message;
+  bool out_of_memory() const;  // device or host memory exhausted
+};
+
+// One completed command on the device's profiling clock (ns).
+struct CommandRecord {
+  enum class Kind { Kernel, CopyToDevice, CopyToHost } kind = Kind::Kernel;
+  std::string name;  // kernel name, or "MemcpyHtoD" / "MemcpyDtoH"
+  cl_ulong queued = 0, submit = 0, start = 0, end = 0;
+  std::array<size_t, 3> global{};  // kernels: global work size
+  cl_uint work_dim = 0;
+  size_t bytes = 0;  // copies
+};
+
+class Device {
+ public:
+  // Opens the first device of the first platform that has one (GPUs
+  // first). Returns null with `error` set when there is none.
+  static std::unique_ptr<Device> open(std::string* error);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // The built program, or null with `error` holding the build log.
+  // Thread-safe; a failed build is remembered, not retried.
+  cl_program program(Program p, std::string* error);
+
+  cl_context context() const { return context_; }
+  cl_command_queue queue() const { return queue_; }
+  cl_device_id id() const { return device_; }
+  const std::string& description() const { return description_; }  // "device (platform)"
+  uint64_t max_alloc_bytes() const { return max_alloc_; }
+
+ private:
+  Device() = default;
+  cl_platform_id platform_ = nullptr;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  std::string description_;
+  uint64_t max_alloc_ = 0;
+  std::mutex mu_;
+  struct Built {
+    bool tried = false;
+    cl_program program = nullptr;
+    std::string error;
+  };
+  std::array<Built, static_cast<size_t>(Program::Count_)> programs_;
+};
+
+class Dispatch {
+ public:
+  // `alloc_limit` caps buffer sizes (0: the device's own limit); bigger
+  // requests fail as out of device memory.
+  Dispatch(Device& device, uint64_t alloc_limit) : device_(device), limit_(alloc_limit) {}
+  ~Dispatch();
+  Dispatch(const Dispatch&) = delete;
+  Dispatch& operator=(const Dispatch&) = delete;
+
+  // Each returns false with error() set. Commands are enqueued without
+  // blocking; finish() waits for all of them and reads their timestamps.
+  bool upload(const void* data, size_t bytes, cl_mem* out);  // create + write
+  bool create_output(size_t bytes, cl_mem* out);
+  bool kernel(Program p, const char* name, cl_kernel* out);  // a fresh cl_kernel, released with the dispatch
+  bool set_arg(cl_kernel k, cl_uint index, size_t size, const void* value, const char* what);
+  bool run(cl_kernel k, const char* name, cl_uint work_dim, const size_t* global);
+  bool download(cl_mem buffer, void* data, size_t bytes);
+  bool finish();
+
+  const ClError& error() const { return error_; }
+  const std::vector<CommandRecord>& records() const { return records_; }
+
+ private:
+  bool fail(cl_int code, const std::string& what);
+  bool track(cl_event event, CommandRecord record);
+
+  Device& device_;
+  uint64_t limit_;
+  std::vector<cl_mem> buffers_;
+  std::vector<cl_kernel> kernels_;
+  std::vector<cl_event> events_;
+  std::vector<CommandRecord> records_;  // parallel to events_ until finish()
+  ClError error_;
+};
+
+}  // namespace epprof::opencl

@@ -1,0 +1,36 @@
+// OpenCL C sources of the EP's kernels, one program per family, and the
+// parameter structs passed to them by value. The structs hold only 8-byte
+// fields (then floats at the end), so host and device layouts agree.
+#pragma once
+#include <CL/cl.h>
+
+namespace epprof::opencl {
+
+enum class Program { Elementwise, Softmax, MatMul, Gemm, Count_ };
+
+const char* program_name(Program p);    // "elementwise", ...
+const char* program_source(Program p);  // OpenCL C
+
+constexpr int kMaxBroadcastRank = 6;
+constexpr int kMaxBatchRank = 4;  // MatMul batch dims (operands of rank <= 6)
+
+struct BroadcastParams {  // binary_* kernels
+  cl_long rank, n;
+  cl_long dims[kMaxBroadcastRank];  // output dims
+  cl_long sa[kMaxBroadcastRank];    // A's element strides per output dim (0: broadcast)
+  cl_long sb[kMaxBroadcastRank];
+};
+
+struct MatMulParams {
+  cl_long m, n, k, batch, brank;
+  cl_long bdims[kMaxBatchRank];  // output batch dims
+  cl_long sa[kMaxBatchRank];     // A's batch strides in matrices (0: broadcast)
+  cl_long sb[kMaxBatchRank];
+};
+
+struct GemmParams {
+  cl_long m, n, k, trans_a, trans_b, has_c, csm, csn;  // C strides (0: broadcast)
+  cl_float alpha, beta;
+};
+
+}  // namespace epprof::opencl

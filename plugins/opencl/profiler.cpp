@@ -1,0 +1,212 @@
+#include "profiler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+
+#include "calibration.h"
+
+namespace epprof::opencl {
+
+namespace {
+
+// Correlation stacks of the calling thread, one per profiler, keyed by the
+// profiler's serial number (never reused, unlike its address).
+thread_local std::unordered_map<uint64_t, std::vector<uint64_t>> t_stacks;
+std::atomic<uint64_t> g_next_serial{1};
+
+constexpr int64_t kQueueTrack = 0;  // the EP's one queue
+constexpr size_t kBatch = 64;
+
+struct Tagged {
+  uint64_t correlation_id;
+  CommandRecord command;
+};
+
+}  // namespace
+
+class Profiler {
+ public:
+  explicit Profiler(const ProfilerEnv& env) : env_(env), serial_(g_next_serial.fetch_add(1)) {
+    handle_.self = this;
+    epprof_ep_profiler& c_ = handle_.c;
+    c_.abi_version = EPPROF_EP_ABI_VERSION;
+    c_.start_profiling = &Profiler::start_profiling;
+    c_.start_event = &Profiler::start_event;
+    c_.stop_event = &Profiler::stop_event;
+    c_.end_profiling = &Profiler::end_profiling;
+    c_.release = &Profiler::release;
+  }
+  epprof_ep_profiler* c() { return &handle_.c; }
+
+  // Under the registry's lock.
+  void append(const std::vector<CommandRecord>& records) {
+    auto it = t_stacks.find(serial_);
+    if (it == t_stacks.end() || it->second.empty()) return;  // not inside one of our events
+    for (const auto& r : records) tagged_.push_back(Tagged{it->second.back(), r});
+  }
+
+ private:
+  // The host's pointer is &handle_.c, the first member of a standard-layout struct.
+  struct Handle {
+    epprof_ep_profiler c;
+    Profiler* self;
+  };
+  static Profiler* self(epprof_ep_profiler* p) { return reinterpret_cast<Handle*>(p)->self; }
+
+  epprof_status* status(epprof_status_code code, const std::string& msg) const {
+    return env_.host->status_create(code, ("opencl EP profiler: " + msg).c_str());
+  }
+
+  static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
+    Profiler* s = self(p);
+    try {
+      s->start_offset_ns_ = start_offset_ns;
+      s->host_start_ns_ = s->env_.host->clock_now_ns();
+      s->cal_start_ = calibrate(s->env_.device->id(), s->env_.device->queue(), s->env_.host->clock_now_ns);
+      s->env_.registry->add(s);
+      return nullptr;
+    } catch (const std::exception& e) {
+      return s->status(EPPROF_PLUGIN_ERROR, std::string("start_profiling: ") + e.what());
+    }
+  }
+
+  static epprof_status* start_event(epprof_ep_profiler* p, uint64_t id) {
+    try {
+      t_stacks[self(p)->serial_].push_back(id);
+      return nullptr;
+    } catch (const std::exception&) {
+      return self(p)->status(EPPROF_OUT_OF_MEMORY, "correlation stack");
+    }
+  }
+
+  static epprof_status* stop_event(epprof_ep_profiler* p, uint64_t id, const epprof_event*) {
+    auto it = t_stacks.find(self(p)->serial_);
+    if (it == t_stacks.end() || it->second.empty() || it->second.back() != id)
+      return self(p)->status(EPPROF_FAILED_PRECONDITION, "stop_event(" + std::to_string(id) +
+                                                             ") is not the innermost event of its thread");
+    it->second.pop_back();
+    if (it->second.empty()) t_stacks.erase(it);  // threads may outlive many profilers
+    return nullptr;
+  }
+
+  static epprof_status* end_profiling(epprof_ep_profiler* p, epprof_event_sink* sink) {
+    Profiler* s = self(p);
+    try {
+      return s->flush(sink);
+    } catch (const std::bad_alloc&) {
+      return s->status(EPPROF_OUT_OF_MEMORY, "end_profiling");
+    } catch (const std::exception& e) {
+      return s->status(EPPROF_PLUGIN_ERROR, std::string("end_profiling: ") + e.what());
+    }
+  }
+
+  static void release(epprof_ep_profiler* p) {
+    Profiler* s = self(p);
+    s->env_.registry->remove(s);
+    delete s;
+  }
+
+  epprof_status* flush(epprof_event_sink* sink) {
+    env_.registry->remove(this);  // no compute records into us from here on
+    const epprof_host_api* host = env_.host;
+    const ClockSample cal_end = calibrate(env_.device->id(), env_.device->queue(), host->clock_now_ns);
+    const ClockModel model = cal_end.error_ns > 0 || cal_end.device_ns > 0 ? ClockModel(cal_start_, cal_end)
+                                                                           : ClockModel(cal_start_);
+    // Metadata first, so it is there even if appending fails below.
+    const std::pair<std::string, std::string> meta[] = {
+        {"device", env_.device->description()},
+        {"clock_calibration", cal_start_.method},
+        {"clock_model", model.describe()},
+        {"clock_offset_ns", std::to_string(model.offset_ns())},
+        {"clock_drift_ppm", std::to_string(model.drift_ppm())},
+        {"clock_error_bound_ns", std::to_string(model.error_bound_ns())},
+        {"clock_error_start_ns", std::to_string(cal_start_.error_ns)},
+        {"clock_error_end_ns", std::to_string(cal_end.error_ns)},
+        {"device_commands", std::to_string(tagged_.size())},
+    };
+    for (const auto& kv : meta)
+      if (epprof_status* st = host->sink_set_metadata(sink, kv.first.c_str(), kv.second.c_str())) return st;
+    const std::string track = "OpenCL queue 0: " + env_.device->description();
+    if (epprof_status* st = host->sink_set_track_name(sink, kQueueTrack, track.c_str())) return st;
+
+    std::vector<epprof_event*> batch;
+    auto append_batch = [&]() -> epprof_status* {
+      epprof_status* st = batch.empty() ? nullptr
+                                        : host->sink_append(sink, const_cast<const epprof_event* const*>(batch.data()),
+                                                            batch.size());
+      for (epprof_event* e : batch) host->event_release(e);
+      batch.clear();
+      return st;
+    };
+    for (const Tagged& t : tagged_) {
+      epprof_event* ev = nullptr;
+      if (epprof_status* st = make_event(model, t, &ev)) {
+        append_batch();
+        return st;
+      }
+      batch.push_back(ev);
+      if (batch.size() == kBatch)
+        if (epprof_status* st = append_batch()) return st;
+    }
+    return append_batch();
+  }
+
+  epprof_status* make_event(const ClockModel& model, const Tagged& t, epprof_event** out) const {
+    const CommandRecord& r = t.command;
+    const int64_t ts = start_offset_ns_ + (model.to_host(static_cast<int64_t>(r.start)) - host_start_ns_);
+    const int64_t dur = std::max<int64_t>(0, model.duration(static_cast<int64_t>(r.end - r.start)));
+    const int64_t latency = model.duration(static_cast<int64_t>(r.start) - static_cast<int64_t>(r.queued));
+    std::vector<std::string> keys{"queue", "queued_to_start_ns"};
+    std::vector<std::string> values{"0", std::to_string(latency)};
+    if (r.kind == CommandRecord::Kind::Kernel) {
+      std::string global = "[";
+      for (cl_uint i = 0; i < r.work_dim; ++i) global += (i ? "," : "") + std::to_string(r.global[i]);
+      keys.insert(keys.end(), {"global_work_size", "local_work_size"});
+      values.insert(values.end(), {global + "]", "auto"});  // NULL local size: the driver picks
+    } else {
+      keys.insert(keys.end(), {"bytes", "direction"});
+      values.insert(values.end(), {std::to_string(r.bytes), r.kind == CommandRecord::Kind::CopyToDevice ? "HtoD" : "DtoH"});
+    }
+    std::vector<const char*> k, v;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      k.push_back(keys[i].c_str());
+      v.push_back(values[i].c_str());
+    }
+    const epprof_category cat = r.kind == CommandRecord::Kind::Kernel ? EPPROF_CATEGORY_KERNEL : EPPROF_CATEGORY_MEMCPY;
+    return env_.host->event_create(cat, r.name.c_str(), 0, kQueueTrack, ts, dur, t.correlation_id, k.data(), v.data(),
+                                   k.size(), out);
+  }
+
+  Handle handle_{};
+  ProfilerEnv env_;
+  uint64_t serial_;
+  int64_t start_offset_ns_ = 0;
+  int64_t host_start_ns_ = 0;
+  ClockSample cal_start_;
+  std::vector<Tagged> tagged_;  // appended under the registry's lock
+};
+
+void Registry::add(Profiler* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(active_.begin(), active_.end(), p) != active_.end()) return;
+  active_.push_back(p);
+  active_count_.store(static_cast<int>(active_.size()), std::memory_order_release);
+}
+
+void Registry::remove(Profiler* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_.erase(std::remove(active_.begin(), active_.end(), p), active_.end());
+  active_count_.store(static_cast<int>(active_.size()), std::memory_order_release);
+}
+
+void Registry::record(const std::vector<CommandRecord>& records) {
+  if (records.empty() || !any_active()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Profiler* p : active_) p->append(records);
+}
+
+epprof_ep_profiler* create_profiler(const ProfilerEnv& env) { return (new Profiler(env))->c(); }
+
+}  // namespace epprof::opencl

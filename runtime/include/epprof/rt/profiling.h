@@ -1,0 +1,79 @@
+// Profiling the runtime with libepprof, the way ONNX Runtime reports to its
+// profiler: session events (model_loading_uri, session_initialization,
+// model_run, <Executor>::Execute) and one NODE event per node execution
+// named "<node name>_kernel_time" with ONNX Runtime's args.
+//
+// One ProfilingObserver is one profiling scope (one libepprof profiler).
+// Session-level profiling: create one before the Session and pass it as
+// SessionOptions::observer. Per-run profiling: create one per run and pass
+// it as RunOptions::observer. Both may be active at once; each writes its
+// own trace, and a node execution carries the same correlation id in both.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "epprof/profiler.h"
+#include "epprof/rt/observer.h"
+
+namespace epprof::rt {
+
+struct ProfilingOptions {
+  std::string trace_path;                // required
+  std::string scope_name = "session";    // written in the trace metadata
+  std::vector<epprof_plugin_t> plugins;  // EP profilers for this scope (one instance each)
+  bool integer_timestamps = false;       // ONNX Runtime-style integer µs
+  uint64_t memory_budget_bytes = 0;      // 0: libepprof's default
+  std::vector<std::pair<std::string, std::string>> metadata;  // extra metadata fields
+};
+
+class ProfilingObserver final : public RunObserver {
+ public:
+  // Creates and starts the profiler. Throws Error(ErrorKind::Io) with
+  // libepprof's message when it cannot (e.g. an unwritable trace path).
+  explicit ProfilingObserver(const ProfilingOptions& options);
+  // Destroys the profiler; if finish() was not called, no trace is written.
+  ~ProfilingObserver() override;
+  ProfilingObserver(const ProfilingObserver&) = delete;
+  ProfilingObserver& operator=(const ProfilingObserver&) = delete;
+
+  // Stops and writes the trace. Call once, after every run it observes has
+  // returned. Throws Error(ErrorKind::Io) on failure.
+  epprof_trace_stats finish();
+  const std::string& trace_path() const { return path_; }
+  epprof_profiler_t profiler() const { return profiler_; }
+
+  void session_phase_begin(const SessionPhaseInfo& info) override;
+  void session_phase_end(const SessionPhaseInfo& info) override;
+  void run_begin(const RunInfo& info) override;
+  void run_end(const RunInfo& info) override;
+  void node_begin(const NodeInfo& info) override;
+  void node_end(const NodeInfo& info, const NodeIo& io) override;
+  void node_failed(const NodeInfo& info, const char* what) override;
+
+ private:
+  struct NodeCache;
+  NodeCache& cache_for(const Node& node);
+  void report(epprof_status* status) noexcept;
+
+  epprof_profiler_t profiler_{};
+  std::string path_;
+  bool finished_ = false;
+  // Per node index; grown under mu_, read lock-free.
+  std::atomic<const std::vector<NodeCache*>*> nodes_{nullptr};
+  std::vector<std::unique_ptr<std::vector<NodeCache*>>> tables_;
+  std::vector<std::unique_ptr<NodeCache>> caches_;
+  std::mutex mu_;
+  std::atomic<bool> warned_{false};
+};
+
+// "[{"float":[1,3,224,224]},{"int64":[2]}]": ONNX Runtime's encoding of
+// input_type_shape / output_type_shape (omitted tensors are skipped).
+std::string type_shape_json(const std::vector<const class Tensor*>& tensors);
+std::string type_shape_json(const std::vector<class Tensor>& tensors);
+
+}  // namespace epprof::rt

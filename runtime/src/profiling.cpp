@@ -1,0 +1,273 @@
+#include "epprof/rt/profiling.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "epprof/rt/error.h"
+#include "epprof/rt/graph.h"
+#include "epprof/rt/tensor.h"
+
+namespace epprof::rt {
+namespace {
+
+epprof_name_id intern(const char* s) {
+  epprof_name_id id = 0;
+  epprof_status_release(epprof_intern(s, &id));
+  return id;
+}
+
+// Arg keys, interned once per process.
+struct Keys {
+  epprof_name_id op_name = intern("op_name");
+  epprof_name_id provider = intern("provider");
+  epprof_name_id node_index = intern("node_index");
+  epprof_name_id activation_size = intern("activation_size");
+  epprof_name_id parameter_size = intern("parameter_size");
+  epprof_name_id output_size = intern("output_size");
+  epprof_name_id input_type_shape = intern("input_type_shape");
+  epprof_name_id output_type_shape = intern("output_type_shape");
+  epprof_name_id error = intern("error");
+  epprof_name_id run_id = intern("run_id");
+  epprof_name_id model_loading = intern("model_loading_uri");
+  epprof_name_id session_init = intern("session_initialization");
+  epprof_name_id model_run = intern("model_run");
+  epprof_name_id sequential = intern("SequentialExecutor::Execute");
+  epprof_name_id parallel = intern("ParallelExecutor::Execute");
+};
+const Keys& keys() {
+  static const Keys k;
+  return k;
+}
+
+epprof_arg str_arg(epprof_name_id key, const char* value) {
+  epprof_arg a{key, EPPROF_ARG_STRING, {}};
+  a.value.str = value;
+  return a;
+}
+epprof_arg int_arg(epprof_name_id key, int64_t value) {
+  epprof_arg a{key, EPPROF_ARG_INT64, {}};
+  a.value.i64 = value;
+  return a;
+}
+epprof_arg json_arg(epprof_name_id key, const std::string& value) {
+  epprof_arg a{key, EPPROF_ARG_JSON, {}};
+  a.value.str = value.c_str();
+  return a;
+}
+
+void append_type_shape(std::string& out, const Tensor& t) {
+  out += "{\"";
+  out += type_name(t.dtype());
+  out += "\":[";
+  for (size_t d = 0; d < t.rank(); ++d) {
+    if (d) out += ',';
+    out += std::to_string(t.dim(d));
+  }
+  out += "]}";
+}
+
+}  // namespace
+
+std::string type_shape_json(const std::vector<const Tensor*>& tensors) {
+  std::string out = "[";
+  for (const Tensor* t : tensors) {
+    if (!t) continue;
+    if (out.size() > 1) out += ',';
+    append_type_shape(out, *t);
+  }
+  return out + "]";
+}
+
+std::string type_shape_json(const std::vector<Tensor>& tensors) {
+  std::string out = "[";
+  for (const Tensor& t : tensors) {
+    if (t.empty()) continue;
+    if (out.size() > 1) out += ',';
+    append_type_shape(out, t);
+  }
+  return out + "]";
+}
+
+// What is constant per node, computed on its first execution: the interned
+// event name and, for the last shapes seen, the type/shape JSON args. Nodes
+// usually see the same shapes every run, so node_end builds no strings.
+struct ProfilingObserver::NodeCache {
+  struct Shapes {
+    std::vector<int64_t> signature;  // dtype, rank, dims of each input, then each output
+    std::string inputs_json, outputs_json;
+  };
+  std::atomic<epprof_name_id> name{0};
+  std::atomic<const Shapes*> shapes{nullptr};
+  std::mutex mu;                               // guards `all`
+  std::vector<std::unique_ptr<Shapes>> all;    // every Shapes ever published
+
+  static bool matches(const Shapes& s, const NodeIo& io) {
+    size_t i = 0;
+    auto same = [&](const Tensor& t) {
+      if (i + 2 + t.rank() > s.signature.size()) return false;
+      if (s.signature[i++] != int64_t(t.dtype()) || s.signature[i++] != int64_t(t.rank())) return false;
+      for (size_t d = 0; d < t.rank(); ++d)
+        if (s.signature[i++] != t.dim(d)) return false;
+      return true;
+    };
+    for (const Tensor* t : io.inputs)
+      if (t && !same(*t)) return false;
+    for (const Tensor& t : io.outputs)
+      if (!t.empty() && !same(t)) return false;
+    return i == s.signature.size();
+  }
+
+  const Shapes& shapes_for(const NodeIo& io) {
+    const Shapes* s = shapes.load(std::memory_order_acquire);
+    if (s && matches(*s, io)) return *s;
+    auto fresh = std::make_unique<Shapes>();
+    auto sign = [&](const Tensor& t) {
+      fresh->signature.push_back(int64_t(t.dtype()));
+      fresh->signature.push_back(int64_t(t.rank()));
+      for (size_t d = 0; d < t.rank(); ++d) fresh->signature.push_back(t.dim(d));
+    };
+    for (const Tensor* t : io.inputs)
+      if (t) sign(*t);
+    for (const Tensor& t : io.outputs)
+      if (!t.empty()) sign(t);
+    fresh->inputs_json = type_shape_json(io.inputs);
+    fresh->outputs_json = type_shape_json(io.outputs);
+    std::lock_guard<std::mutex> lock(mu);
+    all.push_back(std::move(fresh));
+    shapes.store(all.back().get(), std::memory_order_release);
+    return *all.back();
+  }
+};
+
+ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(options.trace_path) {
+  epprof_profiler_config c{};
+  c.size = sizeof c;
+  c.trace_path = options.trace_path.c_str();
+  c.scope_name = options.scope_name.c_str();
+  c.memory_budget_bytes = options.memory_budget_bytes;
+  c.timestamp_format = options.integer_timestamps ? EPPROF_TIMESTAMPS_INTEGER_US : EPPROF_TIMESTAMPS_FRACTIONAL_US;
+  auto check = [&](epprof_status* st) {
+    if (!st) return;
+    std::string msg = epprof_status_get_message(st);
+    epprof_status_release(st);
+    if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
+    profiler_ = {};
+    throw Error(ErrorKind::Io, "profiling: " + msg);
+  };
+  check(epprof_profiler_create(&c, &profiler_));
+  for (epprof_plugin_t p : options.plugins) check(epprof_profiler_add_plugin(profiler_, p));
+  for (const auto& kv : options.metadata)
+    check(epprof_profiler_set_metadata(profiler_, kv.first.c_str(), kv.second.c_str()));
+  (void)keys();  // intern before the first event
+  check(epprof_profiler_start(profiler_));
+}
+
+ProfilingObserver::~ProfilingObserver() {
+  if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
+}
+
+epprof_trace_stats ProfilingObserver::finish() {
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  if (finished_) throw Error(ErrorKind::Io, "profiling: finish() called twice");
+  finished_ = true;
+  epprof_status* st = epprof_profiler_stop(profiler_, &stats);
+  if (st) {
+    std::string msg = epprof_status_get_message(st);
+    epprof_status_release(st);
+    throw Error(ErrorKind::Io, "profiling: " + msg);
+  }
+  return stats;
+}
+
+void ProfilingObserver::report(epprof_status* status) noexcept {
+  if (!status) return;
+  if (!warned_.exchange(true))
+    std::fprintf(stderr, "epprof runtime: profiling event rejected: %s (further rejections not shown)\n",
+                 epprof_status_get_message(status));
+  epprof_status_release(status);
+}
+
+ProfilingObserver::NodeCache& ProfilingObserver::cache_for(const Node& node) {
+  const auto* table = nodes_.load(std::memory_order_acquire);
+  if (table && node.index < table->size()) return *(*table)[node.index];
+  std::lock_guard<std::mutex> lock(mu_);
+  table = nodes_.load(std::memory_order_relaxed);
+  if (!table || node.index >= table->size()) {
+    // Publish a bigger table; older tables stay alive for readers that
+    // still hold them, and all point at the same NodeCaches.
+    auto bigger = std::make_unique<std::vector<NodeCache*>>(table ? *table : std::vector<NodeCache*>{});
+    while (bigger->size() <= std::max<size_t>(node.index, 63)) {
+      caches_.push_back(std::make_unique<NodeCache>());
+      bigger->push_back(caches_.back().get());
+    }
+    tables_.push_back(std::move(bigger));
+    table = tables_.back().get();
+    nodes_.store(table, std::memory_order_release);
+  }
+  return *(*table)[node.index];
+}
+
+void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
+  const Keys& k = keys();
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION,
+                            info.phase == SessionPhase::ModelLoading ? k.model_loading : k.session_init,
+                            info.correlation_id));
+}
+
+void ProfilingObserver::session_phase_end(const SessionPhaseInfo& info) {
+  report(epprof_event_end(profiler_, info.correlation_id, nullptr, 0));
+}
+
+void ProfilingObserver::run_begin(const RunInfo& info) {
+  const Keys& k = keys();
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION, k.model_run, info.correlation_id));
+  const bool parallel = info.executor_name[0] == 'P';
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION, parallel ? k.parallel : k.sequential,
+                            info.execute_correlation_id));
+}
+
+void ProfilingObserver::run_end(const RunInfo& info) {
+  report(epprof_event_end(profiler_, info.execute_correlation_id, nullptr, 0));
+  const epprof_arg run_id = int_arg(keys().run_id, int64_t(info.run_id));
+  report(epprof_event_end(profiler_, info.correlation_id, &run_id, 1));
+}
+
+void ProfilingObserver::node_begin(const NodeInfo& info) {
+  NodeCache& c = cache_for(info.node);
+  epprof_name_id name = c.name.load(std::memory_order_relaxed);
+  if (!name) {
+    name = intern((info.node.name + "_kernel_time").c_str());
+    c.name.store(name, std::memory_order_relaxed);
+  }
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, name, info.correlation_id));
+}
+
+void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
+  const Keys& k = keys();
+  const NodeCache::Shapes& shapes = cache_for(info.node).shapes_for(io);
+  const epprof_arg args[] = {
+      str_arg(k.op_name, info.node.op_type.c_str()),
+      str_arg(k.provider, info.provider.c_str()),
+      int_arg(k.node_index, int64_t(info.node.index)),
+      int_arg(k.activation_size, int64_t(io.activation_bytes())),
+      int_arg(k.parameter_size, int64_t(io.parameter_bytes())),
+      int_arg(k.output_size, int64_t(io.output_bytes())),
+      json_arg(k.input_type_shape, shapes.inputs_json),
+      json_arg(k.output_type_shape, shapes.outputs_json),
+  };
+  report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
+}
+
+void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
+  const Keys& k = keys();
+  const epprof_arg args[] = {
+      str_arg(k.op_name, info.node.op_type.c_str()),
+      str_arg(k.provider, info.provider.c_str()),
+      int_arg(k.node_index, int64_t(info.node.index)),
+      str_arg(k.error, what),
+  };
+  report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
+}
+
+}  // namespace epprof::rt
