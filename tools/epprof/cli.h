@@ -20,6 +20,7 @@ struct Command {
 };
 
 int run_demo(int argc, char** argv);
+int run_run(int argc, char** argv);
 
 // Prints "epprof <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(const char* command, const std::string& message);

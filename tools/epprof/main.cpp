@@ -12,6 +12,10 @@ namespace {
 using epprof::cli::Command;
 
 constexpr Command kCommands[] = {
+#ifdef EPPROF_CLI_HAS_RUNTIME
+    {"run", "run an ONNX model in the reference runtime and profile it (the main job)",
+     epprof::cli::run_run},
+#endif
     {"demo", "profile a multi-threaded demo workload with the example plugin",
      epprof::cli::run_demo},
 };

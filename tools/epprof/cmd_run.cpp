@@ -1,0 +1,347 @@
+// `epprof run`: the main job. Loads an ONNX model into the reference
+// runtime, runs it on the chosen execution providers with libepprof
+// profiling the session (and, if asked, each run), writes the trace and
+// prints a per-op table read back from it.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "epprof/epprof.h"
+#include "epprof/rt/error.h"
+#include "epprof/rt/profiling.h"
+#include "epprof/rt/session.h"
+#include "epprof/rt/tensor_io.h"
+#include "op_table.h"
+
+namespace epprof::cli {
+namespace {
+
+constexpr const char* kCommand = "run";
+
+struct Options {
+  std::string model;  // empty: the bundled CNN
+  std::vector<std::string> eps = {"cpu"};
+  rt::ExecutorKind executor = rt::ExecutorKind::Sequential;
+  int threads = 0;
+  int runs = 10;
+  int warmup = 1;
+  uint64_t seed = 42;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, .pb path
+  std::vector<std::string> plugins;                        // extra EP profiler plugins
+  std::string output;
+  std::string save_outputs;
+  bool run_profiling = false;
+  bool profile = true;
+  bool integer_timestamps = false;
+  bool table = true;
+};
+
+void print_help() {
+  std::printf(
+      "usage: epprof run [MODEL.onnx] [options]\n"
+      "\n"
+      "Runs an ONNX model in the reference runtime with libepprof profiling the\n"
+      "session, writes a Chrome trace and prints a per-op table (op, count, total\n"
+      "ms, mean us, %% of model_run) over the measured runs. With no MODEL it\n"
+      "profiles the bundled CNN (cnn.onnx; also bundled: mlp.onnx, transformer.onnx).\n"
+      "\n"
+      "options:\n"
+      "  --ep LIST            execution providers in priority order, comma-separated:\n"
+      "                       'cpu' (default 'cpu'); each node goes to the first that claims it\n"
+      "  --executor KIND      sequential (default) or parallel\n"
+      "  --threads N          parallel executor threads, 1..256 (default: all cores)\n"
+      "  --runs N             measured runs, 1..1000000 (default 10)\n"
+      "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
+      "                       they are in the trace but not in the table\n"
+      "  --input NAME=FILE    an input from an ONNX TensorProto file (repeatable);\n"
+      "                       inputs not given are random (float in [-1,1), int64 0)\n"
+      "  --seed N             seed of the random inputs (default 42)\n"
+      "  --output PATH        trace file (default: epprof_<model>.json in the current directory)\n"
+      "  --run-profiling      also profile each run on its own: PATH without .json + .run<N>.json\n"
+      "  --plugin PATH        add an EP profiler plugin (e.g. build/lib/libepprof_example.so)\n"
+      "  --integer-timestamps write ts/dur as integer microseconds, as ONNX Runtime does\n"
+      "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
+      "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
+      "  --no-table           do not print the per-op table\n"
+      "  -h, --help           show this help\n"
+      "\n"
+      "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
+      "message names the problem), 2 for a bad command line.\n");
+}
+
+std::string basename_no_ext(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  size_t dot = base.rfind('.');
+  return dot == std::string::npos ? base : base.substr(0, dot);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+// Returns kExitOk, or the exit code of a usage error already reported.
+int parse(int argc, char** argv, Options& o) {
+  auto need = [&](int& i) -> const char* {
+    if (i + 1 >= argc) return nullptr;
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    int64_t n = 0;
+    const char* v = nullptr;
+    if (a == "-h" || a == "--help") {
+      print_help();
+      std::exit(kExitOk);
+    } else if (a == "--ep") {
+      if (!(v = need(i))) return usage_error(kCommand, "--ep needs a list, e.g. --ep cpu");
+      o.eps = split(v, ',');
+      for (const auto& ep : o.eps)
+        if (ep.empty()) return usage_error(kCommand, "--ep: empty name in '" + std::string(v) + "'");
+    } else if (a == "--executor") {
+      if (!(v = need(i))) return usage_error(kCommand, "--executor needs sequential or parallel");
+      if (std::strcmp(v, "sequential") == 0) o.executor = rt::ExecutorKind::Sequential;
+      else if (std::strcmp(v, "parallel") == 0) o.executor = rt::ExecutorKind::Parallel;
+      else return usage_error(kCommand, std::string("--executor: unknown executor '") + v + "' (sequential or parallel)");
+    } else if (a == "--threads" || a == "--runs" || a == "--warmup" || a == "--seed") {
+      const int64_t lo = a == "--threads" || a == "--runs" ? 1 : 0;
+      const int64_t hi = a == "--threads" ? 256 : a == "--seed" ? INT64_MAX : 1000000;
+      if (!(v = need(i)) || !parse_int(v, lo, hi, &n))
+        return usage_error(kCommand, a + " needs an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+      if (a == "--threads") o.threads = int(n);
+      if (a == "--runs") o.runs = int(n);
+      if (a == "--warmup") o.warmup = int(n);
+      if (a == "--seed") o.seed = uint64_t(n);
+    } else if (a == "--input") {
+      if (!(v = need(i)) || !std::strchr(v, '=') || v[0] == '=')
+        return usage_error(kCommand, "--input needs NAME=FILE.pb");
+      const std::string s = v;
+      o.inputs.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
+    } else if (a == "--output") {
+      if (!(v = need(i)) || !*v) return usage_error(kCommand, "--output needs a path");
+      o.output = v;
+    } else if (a == "--save-outputs") {
+      if (!(v = need(i)) || !*v) return usage_error(kCommand, "--save-outputs needs a directory");
+      o.save_outputs = v;
+    } else if (a == "--plugin") {
+      if (!(v = need(i)) || !*v) return usage_error(kCommand, "--plugin needs a path");
+      o.plugins.push_back(v);
+    } else if (a == "--run-profiling") {
+      o.run_profiling = true;
+    } else if (a == "--no-profile") {
+      o.profile = false;
+    } else if (a == "--integer-timestamps") {
+      o.integer_timestamps = true;
+    } else if (a == "--no-table") {
+      o.table = false;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error(kCommand, "unknown option '" + a + "'");
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      return usage_error(kCommand, "more than one model given ('" + o.model + "' and '" + a + "')");
+    }
+  }
+  if (o.run_profiling && !o.profile) return usage_error(kCommand, "--run-profiling and --no-profile exclude each other");
+  return kExitOk;
+}
+
+std::string default_model() {
+  if (const char* env = std::getenv("EPPROF_MODELS_DIR")) return std::string(env) + "/cnn.onnx";
+  const std::string bin = executable_dir();
+  for (const char* rel : {"/../models/cnn.onnx", "/../share/epprof/models/cnn.onnx"}) {
+    std::string p = bin + rel;
+    if (access(p.c_str(), R_OK) == 0) return p;
+  }
+  return bin + "/../models/cnn.onnx";
+}
+
+std::shared_ptr<rt::ExecutionProvider> make_ep(const std::string& name) {
+  if (name == "cpu") return rt::make_cpu_execution_provider();
+  throw std::invalid_argument("unknown execution provider '" + name + "' (available: cpu)");
+}
+
+// Random inputs for every required input not given on the command line.
+std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const Options& o) {
+  std::map<std::string, rt::Tensor> inputs;
+  for (const auto& [name, path] : o.inputs) {
+    bool known = false;
+    for (const auto& in : session.inputs()) known = known || in.name == name;
+    if (!known) throw rt::Error(rt::ErrorKind::BadInput, "--input: the model has no input named '" + name + "'");
+    inputs[name] = rt::read_tensor_file(path).tensor;
+  }
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const auto& in : session.inputs()) {
+    if (inputs.count(in.name)) continue;
+    if (!in.has_shape)
+      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' has no known rank; give it with --input");
+    rt::Shape shape = in.shape;
+    for (auto& d : shape) d = d < 0 ? 1 : d;  // dynamic dims: 1
+    rt::Tensor t(in.type, shape);
+    if (in.type == rt::DataType::Float) {
+      float* p = t.mutable_data<float>();
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = uniform(rng);
+    } else if (in.type != rt::DataType::Int64) {
+      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' is " + rt::type_name(in.type) +
+                                                   ": only float and int64 inputs can be generated; give it with --input");
+    }
+    inputs[in.name] = t;
+  }
+  return inputs;
+}
+
+// Progress on stderr, only on a terminal and only once runs take a while.
+class Progress {
+ public:
+  explicit Progress(int total) : total_(total), tty_(isatty(2)), start_(std::chrono::steady_clock::now()) {}
+  void update(int done) {
+    if (!tty_ || std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+    shown_ = true;
+    const int width = 30, filled = int(int64_t(width) * done / total_);
+    std::fprintf(stderr, "\r[%s%s] %d/%d runs", std::string(size_t(filled), '=').c_str(),
+                 std::string(size_t(width - filled), ' ').c_str(), done, total_);
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  int total_;
+  bool tty_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string run_trace_path(const std::string& output, int run) {
+  std::string stem = output;
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  return stem + ".run" + std::to_string(run) + ".json";
+}
+
+std::vector<epprof_plugin_t> load_plugins(const Options& o) {
+  std::vector<epprof_plugin_t> out;
+  for (const auto& path : o.plugins) {
+    epprof_plugin_t p;
+    if (epprof_status* st = epprof_plugin_load(path.c_str(), &p)) {
+      std::string msg = epprof_status_get_message(st);
+      epprof_status_release(st);
+      throw rt::Error(rt::ErrorKind::Io, msg);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+int execute(const Options& o) {
+  const std::string model = o.model.empty() ? default_model() : o.model;
+  const std::string output = o.output.empty() ? "epprof_" + basename_no_ext(model) + ".json" : o.output;
+  rt::SessionOptions so;
+  for (const auto& name : o.eps) so.providers.push_back(make_ep(name));
+  so.executor = o.executor;
+  so.threads = o.threads;
+  const std::vector<epprof_plugin_t> plugins = load_plugins(o);
+
+  std::unique_ptr<rt::ProfilingObserver> session_profiler;
+  if (o.profile) {
+    rt::ProfilingOptions po;
+    po.trace_path = output;
+    po.scope_name = "session";
+    po.plugins = plugins;
+    po.integer_timestamps = o.integer_timestamps;
+    po.metadata = {{"model", model}, {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}};
+    session_profiler = std::make_unique<rt::ProfilingObserver>(po);
+    so.observer = session_profiler.get();
+  }
+  rt::Session session(model, so);
+  const auto inputs = make_inputs(session, o);
+
+  std::vector<rt::Tensor> outputs;
+  std::vector<std::string> run_traces;
+  Progress progress(o.warmup + o.runs);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < o.warmup + o.runs; ++r) {
+    rt::RunOptions ro;
+    std::unique_ptr<rt::ProfilingObserver> run_profiler;
+    if (o.run_profiling) {
+      rt::ProfilingOptions po;
+      po.trace_path = run_trace_path(output, r + 1);
+      po.scope_name = "run " + std::to_string(r + 1);
+      po.plugins = plugins;
+      po.integer_timestamps = o.integer_timestamps;
+      run_profiler = std::make_unique<rt::ProfilingObserver>(po);
+      ro.observer = run_profiler.get();
+    }
+    outputs = session.run(inputs, ro);
+    if (run_profiler) {
+      run_profiler->finish();
+      run_traces.push_back(run_profiler->trace_path());
+    }
+    progress.update(r + 1);
+  }
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+  if (!o.save_outputs.empty()) {
+    if (mkdir(o.save_outputs.c_str(), 0755) != 0 && errno != EEXIST)
+      throw rt::Error(rt::ErrorKind::Io, "cannot create '" + o.save_outputs + "': " + std::strerror(errno));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string& name = session.outputs()[i].name;
+      rt::write_tensor_file(o.save_outputs + "/" + name + ".pb", outputs[i], name);
+    }
+  }
+  std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
+              session.executor_name(), o.eps.size() == 1 ? o.eps[0].c_str() : "list");
+  std::printf("runs: %d measured + %d warm-up, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
+              wall_ms / double(o.warmup + o.runs));
+  if (!session_profiler) return kExitOk;
+
+  const epprof_trace_stats stats = session_profiler->finish();
+  if (o.table) {
+    std::string error;
+    if (!print_op_table(output, o.warmup, stdout, &error)) {
+      std::fprintf(stderr, "epprof run: %s\n", error.c_str());
+      return kExitError;
+    }
+  }
+  std::printf("trace: %s (%llu host events, %llu device events, %llu dropped)\n", output.c_str(),
+              static_cast<unsigned long long>(stats.host_events),
+              static_cast<unsigned long long>(stats.device_events),
+              static_cast<unsigned long long>(stats.dropped_events));
+  if (!run_traces.empty())
+    std::printf("run traces: %s ... %s\n", run_traces.front().c_str(), run_traces.back().c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_run(int argc, char** argv) {
+  Options o;
+  if (int rc = parse(argc, argv, o); rc != kExitOk) return rc;
+  try {
+    return execute(o);
+  } catch (const rt::Error& e) {
+    std::fprintf(stderr, "epprof run: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "epprof run: %s\n", e.what());
+  }
+  return kExitError;
+}
+
+}  // namespace epprof::cli
