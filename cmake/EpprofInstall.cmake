@@ -68,3 +68,16 @@ if(TARGET epprof_example_plugin)
   # Next to libepprof, where `epprof demo` looks for it (<bindir>/../<libdir>).
   install(TARGETS epprof_example_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
+
+# EP plugins next to libepprof, where `epprof run --ep <name>` looks for them.
+foreach(_ep_plugin IN ITEMS epprof_opencl_ep epprof_cuda_ep)
+  if(TARGET ${_ep_plugin})
+    install(TARGETS ${_ep_plugin} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+  endif()
+endforeach()
+
+# The bundled models, where `epprof run` looks for its default model.
+if(TARGET epprof_models)
+  install(DIRECTORY ${EPPROF_MODELS_DIR}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/epprof/models
+          COMPONENT runtime FILES_MATCHING PATTERN "*.onnx")
+endif()

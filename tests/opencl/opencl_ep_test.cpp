@@ -109,7 +109,7 @@ TEST_P(OpenClKernels, MatchTheCpuEp) {
   const OpCase& c = GetParam();
   const std::string model = single_node_model(c);
   Session device(Session::from_bytes(model, with({ep, make_cpu_execution_provider()})));
-  ASSERT_EQ(device.provider_of(0), "opencl") << "the EP did not claim " << c.label;
+  ASSERT_EQ(device.provider_of(0), "OpenCLExecutionProvider") << "the EP did not claim " << c.label;
   Session cpu(Session::from_bytes(model));
   std::mt19937 rng(1234);
   std::map<std::string, Tensor> in;
@@ -169,7 +169,7 @@ TEST_P(OpenClModels, GiveTheCpuEpsOutputs) {
   Session device(path, with({ep, make_cpu_execution_provider()}));
   Session cpu(path);
   size_t on_device = 0;
-  for (size_t i = 0; i < device.nodes().size(); ++i) on_device += device.provider_of(i) == "opencl";
+  for (size_t i = 0; i < device.nodes().size(); ++i) on_device += device.provider_of(i) == "OpenCLExecutionProvider";
   EXPECT_GT(on_device, 0u) << "no node of " << GetParam() << " ran on the OpenCL EP";
   const auto in = random_inputs(cpu, 99);
   const auto got = device.run(in), want = cpu.run(in);
@@ -258,9 +258,9 @@ TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheErrorBound) {
     std::string_view cat = e["cat"].get_string().value();
     if (cat == "Metadata") {
       std::string_view v;
-      if (e["args"]["plugins"]["opencl"]["clock_error_bound_ns"].get(v) == simdjson::SUCCESS) {
+      if (e["args"]["plugins"]["OpenCLExecutionProvider"]["clock_error_bound_ns"].get(v) == simdjson::SUCCESS) {
         bound_ns = std::stoll(std::string(v));
-        std::printf("[ info ] OpenCL EP metadata: %s\n", simdjson::minify(e["args"]["plugins"]["opencl"]).c_str());
+        std::printf("[ info ] OpenCL EP metadata: %s\n", simdjson::minify(e["args"]["plugins"]["OpenCLExecutionProvider"]).c_str());
       }
       continue;
     }
@@ -332,7 +332,7 @@ TEST(OpenClFaults, AKernelBuildFailureSendsItsNodesToTheNextEp) {
   Session s(Session::from_bytes(matmul_relu_model(), with({ep, make_cpu_execution_provider()})));
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(s.provider_of(0), "CPUExecutionProvider");  // MatMul: its program did not build
-  EXPECT_EQ(s.provider_of(1), "opencl");
+  EXPECT_EQ(s.provider_of(1), "OpenCLExecutionProvider");
   EXPECT_NE(log.find("building kernel program 'matmul' failed"), std::string::npos) << log;
   EXPECT_NE(log.find("injected by EPPROF_OPENCL_BREAK_PROGRAM"), std::string::npos) << "no build log: " << log;
   EXPECT_NE(log.find("node 'mm' (MatMul)"), std::string::npos) << log;

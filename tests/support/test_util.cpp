@@ -28,6 +28,7 @@ std::vector<TraceEvent> read_trace(const std::string& path) {
     if (item["id"].get(id) == simdjson::SUCCESS) e.flow_id = id;
     simdjson::dom::object args;
     if (item["args"].get(args) == simdjson::SUCCESS) {
+      e.args_json = simdjson::minify(args);
       for (auto field : args) {
         if (field.value.get(sv) == simdjson::SUCCESS) e.args.emplace_back(field.key, sv);
       }

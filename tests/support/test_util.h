@@ -79,6 +79,7 @@ struct TraceEvent {
   bool has_dur = false;
   uint64_t flow_id = 0;
   std::vector<std::pair<std::string, std::string>> args;  // string-valued args only
+  std::string args_json;                                   // all of args, minified JSON
   std::string arg(const std::string& k) const {
     for (auto& a : args)
       if (a.first == k) return a.second;

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "epprof/epprof.h"
 #include "epprof/rt/error.h"
+#include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
@@ -56,8 +57,13 @@ void print_help() {
       "profiles the bundled CNN (cnn.onnx; also bundled: mlp.onnx, transformer.onnx).\n"
       "\n"
       "options:\n"
-      "  --ep LIST            execution providers in priority order, comma-separated:\n"
-      "                       'cpu' (default 'cpu'); each node goes to the first that claims it\n"
+      "  --ep LIST            execution providers in priority order, comma-separated\n"
+      "                       (default 'cpu'); each node goes to the first that claims it.\n"
+      "                       An entry is 'cpu', a plugin name ('opencl', 'cuda': the\n"
+      "                       library libepprof_<name>.so next to epprof's lib directory),\n"
+      "                       or a path to an EP plugin library. Nodes no EP claims are an\n"
+      "                       error; list 'cpu' last to let it run the rest. A plugin EP's\n"
+      "                       device profiler traces its device work into the trace.\n"
       "  --executor KIND      sequential (default) or parallel\n"
       "  --threads N          parallel executor threads, 1..256 (default: all cores)\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
@@ -172,9 +178,44 @@ std::string default_model() {
   return bin + "/../models/cnn.onnx";
 }
 
+// Where `--ep NAME` looks for libepprof_NAME.so: the build tree's lib/ and,
+// once installed, the library directory beside bin/.
+std::vector<std::string> plugin_dirs() {
+  const std::string bin = executable_dir();
+  return {bin + "/../lib", bin + "/../" EPPROF_CLI_INSTALL_LIBDIR};
+}
+
+// An EP by name: "cpu", a plugin name, or a plugin library path.
 std::shared_ptr<rt::ExecutionProvider> make_ep(const std::string& name) {
   if (name == "cpu") return rt::make_cpu_execution_provider();
-  throw std::invalid_argument("unknown execution provider '" + name + "' (available: cpu)");
+  if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos)
+    return rt::load_plugin_ep(name);
+  std::string tried;
+  for (const std::string& dir : plugin_dirs()) {
+    const std::string path = dir + "/libepprof_" + name + ".so";
+    if (access(path.c_str(), R_OK) == 0) return rt::load_plugin_ep(path);
+    tried += (tried.empty() ? "" : ", ") + path;
+  }
+  throw rt::Error(rt::ErrorKind::BadInput, "unknown execution provider '" + name +
+                                               "': not 'cpu', and no plugin library found (looked for " + tried + ")");
+}
+
+// The device profilers of the plugin EPs, registered with libepprof so that
+// every profiling scope gets an instance.
+std::vector<epprof_plugin_t> register_ep_profilers(const rt::SessionOptions& so) {
+  std::vector<epprof_plugin_t> out;
+  for (const auto& ep : so.providers) {
+    auto* plugin_ep = dynamic_cast<const rt::PluginExecutionProvider*>(ep.get());
+    if (!plugin_ep || !plugin_ep->has_profiler()) continue;
+    epprof_plugin_t handle;
+    if (epprof_status* st = epprof_plugin_register(plugin_ep->make_profiler_plugin(), &handle)) {
+      std::string msg = epprof_status_get_message(st);
+      epprof_status_release(st);
+      throw rt::Error(rt::ErrorKind::Io, "EP '" + ep->name() + "': cannot register its profiler: " + msg);
+    }
+    out.push_back(handle);
+  }
+  return out;
 }
 
 // Random inputs for every required input not given on the command line.
@@ -257,7 +298,10 @@ int execute(const Options& o) {
   for (const auto& name : o.eps) so.providers.push_back(make_ep(name));
   so.executor = o.executor;
   so.threads = o.threads;
-  const std::vector<epprof_plugin_t> plugins = load_plugins(o);
+  std::vector<epprof_plugin_t> plugins = load_plugins(o);
+  if (o.profile) {
+    for (epprof_plugin_t p : register_ep_profilers(so)) plugins.push_back(p);
+  }
 
   std::unique_ptr<rt::ProfilingObserver> session_profiler;
   if (o.profile) {
@@ -306,8 +350,10 @@ int execute(const Options& o) {
       rt::write_tensor_file(o.save_outputs + "/" + name + ".pb", outputs[i], name);
     }
   }
+  std::string eps;
+  for (const auto& ep : o.eps) eps += (eps.empty() ? "" : ",") + ep;
   std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
-              session.executor_name(), o.eps.size() == 1 ? o.eps[0].c_str() : "list");
+              session.executor_name(), eps.c_str());
   std::printf("runs: %d measured + %d warm-up, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
               wall_ms / double(o.warmup + o.runs));
   if (!session_profiler) return kExitOk;

@@ -1,0 +1,401 @@
+// End-to-end tests of `epprof run`: the binary is run as a user would run
+// it, and the traces it writes are read back with simdjson (a parser
+// independent of epprof's writer) and checked for what issue 3 and issue 4
+// promise: ONNX Runtime's events, every device event attributed to the node
+// that caused it, flows, per-scope traces, clear errors on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/tensor_io.h"
+#include "support/test_util.h"
+#include "test_models.h"
+
+namespace {
+
+using epprof::testing::TempDir;
+using epprof::testing::TraceEvent;
+namespace rtt = epprof::rt::testing;
+
+const std::string kModels = EPPROF_MODELS_DIR;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `epprof run ARGS...`.
+Result epprof(const std::vector<std::string>& args) {
+  std::string cmd = quote(EPPROF_CLI_PATH) + " run";
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::vector<TraceEvent> events_of(const std::vector<TraceEvent>& trace, const std::string& cat,
+                                  const std::string& ph = "X") {
+  std::vector<TraceEvent> out;
+  for (const auto& e : trace)
+    if (e.cat == cat && e.ph == ph) out.push_back(e);
+  return out;
+}
+
+const TraceEvent* metadata(const std::vector<TraceEvent>& trace) {
+  for (const auto& e : trace)
+    if (e.name == "epprof_metadata") return &e;
+  return nullptr;
+}
+
+// The largest clock error bound any plugin recorded, in microseconds.
+double error_bound_us(const TraceEvent& meta) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element args;
+  if (parser.parse(meta.args_json).get(args)) return 0;
+  simdjson::dom::object plugins;
+  if (args["plugins"].get(plugins)) return 0;
+  double bound_ns = 0;
+  for (auto plugin : plugins) {
+    std::string_view v;
+    if (plugin.value["clock_error_bound_ns"].get(v) == simdjson::SUCCESS) bound_ns = std::max(bound_ns, std::stod(std::string(v)));
+  }
+  return bound_ns / 1000.0;
+}
+
+struct AttributionCounts {
+  size_t kernels = 0, memcpys = 0;
+};
+
+// Every Kernel/Memcpy event carries a correlation id that resolves to a Node
+// event of this trace with the same op_name, node_index and parent_name, and
+// a flow starts inside that node slice and ends at the device slice. With
+// `contained`, each device interval lies within its node's interval widened
+// by the recorded clock error bound (synchronous dispatch).
+AttributionCounts check_attribution(const std::vector<TraceEvent>& trace, bool contained) {
+  std::map<std::string, const TraceEvent*> nodes;
+  for (const auto& e : trace)
+    if (e.cat == "Node" && e.ph == "X") nodes[e.arg("correlation_id")] = &e;
+
+  std::map<uint64_t, const TraceEvent*> flow_start;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> flow_end;  // (tid, ts in ns) -> flow id
+  for (const auto& e : trace) {
+    if (e.cat != "Flow") continue;
+    if (e.ph == "s") flow_start[e.flow_id] = &e;
+    if (e.ph == "f") flow_end[{e.tid, std::llround(e.ts * 1000)}] = e.flow_id;
+  }
+  const TraceEvent* meta = metadata(trace);
+  EXPECT_NE(meta, nullptr) << "no epprof_metadata record";
+  const double slack_us = meta ? error_bound_us(*meta) + 0.002 : 0.002;
+  if (meta) {
+    EXPECT_EQ(meta->arg("unattributed_device_events"), "0");
+  }
+
+  AttributionCounts counts;
+  for (const auto& d : trace) {
+    if ((d.cat != "Kernel" && d.cat != "Memcpy") || d.ph != "X") continue;
+    (d.cat == "Kernel" ? counts.kernels : counts.memcpys)++;
+    SCOPED_TRACE(d.cat + " " + d.name + " correlation_id " + d.arg("correlation_id"));
+    auto it = nodes.find(d.arg("correlation_id"));
+    if (it == nodes.end()) {
+      ADD_FAILURE() << "device event without a node of this trace";
+      continue;
+    }
+    const TraceEvent& node = *it->second;
+    EXPECT_EQ(d.arg("op_name"), node.arg("op_name"));
+    EXPECT_EQ(d.arg("node_index"), node.arg("node_index"));
+    EXPECT_EQ(d.arg("parent_name"), node.name);
+
+    auto f = flow_end.find({d.tid, std::llround(d.ts * 1000)});
+    auto s = f == flow_end.end() ? flow_start.end() : flow_start.find(f->second);
+    if (s == flow_start.end()) {
+      ADD_FAILURE() << "no flow from a node slice ends at the device slice";
+    } else {
+      EXPECT_EQ(s->second->tid, node.tid);
+      EXPECT_GE(s->second->ts, node.ts - 0.001);
+      EXPECT_LE(s->second->ts, node.ts + node.dur + 0.001);
+    }
+
+    if (contained) {
+      EXPECT_GE(d.ts, node.ts - slack_us) << "device work starts before its node";
+      EXPECT_LE(d.ts + d.dur, node.ts + node.dur + slack_us) << "device work ends after its node";
+    }
+  }
+  return counts;
+}
+
+size_t count_named(const std::vector<TraceEvent>& trace, const std::string& name) {
+  size_t n = 0;
+  for (const auto& e : trace) n += e.name == name && e.ph == "X";
+  return n;
+}
+
+// ---- the main job on the CPU EP ----
+
+TEST(RunCli, DefaultRunProfilesTheBundledCnnTheWayOnnxRuntimeReports) {
+  TempDir dir;
+  const std::string trace_path = dir.file("cnn.json");
+  Result r = epprof({"--runs", "3", "--warmup", "1", "--output", trace_path});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Conv"), std::string::npos) << "no per-op table:\n" << r.output;
+  EXPECT_NE(r.output.find(trace_path), std::string::npos);
+
+  const auto trace = epprof::testing::read_trace(trace_path);
+  EXPECT_EQ(count_named(trace, "model_loading_uri"), 1u);
+  EXPECT_EQ(count_named(trace, "session_initialization"), 1u);
+  EXPECT_EQ(count_named(trace, "model_run"), 4u);
+  EXPECT_EQ(count_named(trace, "SequentialExecutor::Execute"), 4u);
+
+  // One NODE event per node per run, each with ONNX Runtime's args.
+  const auto nodes = events_of(trace, "Node");
+  ASSERT_FALSE(nodes.empty());
+  std::set<std::string> node_names;
+  for (const auto& n : nodes) {
+    node_names.insert(n.name);
+    EXPECT_EQ(n.name.size() > 12 && n.name.compare(n.name.size() - 12, 12, "_kernel_time") == 0, true) << n.name;
+    for (const char* key : {"op_name", "provider", "node_index", "activation_size", "parameter_size", "output_size"})
+      EXPECT_TRUE(n.has_arg(key)) << n.name << " lacks " << key;
+    EXPECT_NE(n.args_json.find("\"input_type_shape\":[{\"float\":["), std::string::npos) << n.args_json;
+    EXPECT_EQ(n.arg("provider"), "CPUExecutionProvider");
+  }
+  EXPECT_EQ(nodes.size(), 4 * node_names.size());
+  EXPECT_NE(r.output.find("(" + std::to_string(node_names.size()) + " nodes"), std::string::npos) << r.output;
+}
+
+TEST(RunCli, NoProfileWritesNoTrace) {
+  TempDir dir;
+  Result r = epprof({kModels + "/mlp.onnx", "--runs", "2", "--no-profile", "--output", dir.file("t.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json")));
+}
+
+TEST(RunCli, ParallelExecutorWithSessionAndRunProfilingWritesOneTracePerScope) {
+  TempDir dir;
+  const std::string trace_path = dir.file("tf.json");
+  Result r = epprof({kModels + "/transformer.onnx", "--executor", "parallel", "--threads", "2", "--runs", "2",
+                     "--warmup", "0", "--run-profiling", "--output", trace_path});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto session = epprof::testing::read_trace(trace_path);
+  EXPECT_EQ(count_named(session, "model_run"), 2u);
+  EXPECT_EQ(count_named(session, "ParallelExecutor::Execute"), 2u);
+  const size_t session_nodes = events_of(session, "Node").size();
+  size_t run_nodes = 0;
+  for (int run = 1; run <= 2; ++run) {
+    const auto trace = epprof::testing::read_trace(dir.file("tf.run" + std::to_string(run) + ".json"));
+    EXPECT_EQ(count_named(trace, "model_run"), 1u) << "run " << run;
+    EXPECT_EQ(count_named(trace, "model_loading_uri"), 0u) << "run " << run;
+    run_nodes += events_of(trace, "Node").size();
+  }
+  EXPECT_EQ(run_nodes, session_nodes);
+}
+
+// ---- the OpenCL EP: device work attributed to its node ----
+
+#ifdef EPPROF_HAVE_OPENCL_EP
+class RunCliOpenCl : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunCliOpenCl, EveryDeviceEventIsAttributedToItsNode) {
+  TempDir dir;
+  const std::string trace_path = dir.file("t.json");
+  Result r = epprof({kModels + "/" + GetParam() + ".onnx", "--ep", "opencl,cpu", "--runs", "2", "--warmup", "1",
+                     "--output", trace_path});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trace = epprof::testing::read_trace(trace_path);
+  const AttributionCounts counts = check_attribution(trace, /*contained=*/true);
+  EXPECT_GT(counts.kernels, 0u) << "no device kernels traced";
+  EXPECT_GT(counts.memcpys, 0u) << "no transfers traced";
+  bool opencl_nodes = false;
+  for (const auto& n : events_of(trace, "Node")) opencl_nodes |= n.arg("provider") == "OpenCLExecutionProvider";
+  EXPECT_TRUE(opencl_nodes) << "no node ran on the OpenCL EP";
+}
+
+TEST_P(RunCliOpenCl, OutputsMatchTheCpuEp) {
+  TempDir dir;
+  const std::string model = kModels + "/" + GetParam() + ".onnx";
+  ASSERT_EQ(epprof({model, "--runs", "1", "--warmup", "0", "--no-profile", "--save-outputs", dir.file("cpu")}).exit_code, 0);
+  Result r = epprof({model, "--ep", "opencl,cpu", "--runs", "1", "--warmup", "0", "--no-profile", "--save-outputs",
+                     dir.file("ocl")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("cpu"))) {
+    const auto cpu = epprof::rt::read_tensor_file(entry.path().string()).tensor;
+    const auto ocl = epprof::rt::read_tensor_file(dir.file("ocl/" + entry.path().filename().string())).tensor;
+    ASSERT_EQ(cpu.shape(), ocl.shape());
+    const float* a = cpu.data<float>();
+    const float* b = ocl.data<float>();
+    for (int64_t i = 0; i < cpu.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-3 * std::fabs(a[i])) << entry.path() << " element " << i;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(BundledModels, RunCliOpenCl, ::testing::Values("mlp", "cnn", "transformer"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(RunCliOpenClScopes, ParallelSessionAndRunTracesAreEachAttributedToTheirOwnScope) {
+  TempDir dir;
+  const std::string trace_path = dir.file("cnn.json");
+  Result r = epprof({kModels + "/cnn.onnx", "--ep", "opencl,cpu", "--executor", "parallel", "--threads", "2",
+                     "--runs", "2", "--warmup", "1", "--run-profiling", "--output", trace_path});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto session = epprof::testing::read_trace(trace_path);
+  const AttributionCounts whole = check_attribution(session, /*contained=*/false);
+  ASSERT_GT(whole.kernels, 0u);
+
+  size_t kernels = 0, memcpys = 0;
+  std::set<std::string> ids_seen;
+  for (int run = 1; run <= 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const auto trace = epprof::testing::read_trace(dir.file("cnn.run" + std::to_string(run) + ".json"));
+    const AttributionCounts c = check_attribution(trace, /*contained=*/false);
+    EXPECT_GT(c.kernels, 0u);
+    kernels += c.kernels;
+    memcpys += c.memcpys;
+    for (const auto& n : events_of(trace, "Node")) EXPECT_TRUE(ids_seen.insert(n.arg("correlation_id")).second);
+  }
+  // The run scopes together saw exactly the device work of the session.
+  EXPECT_EQ(kernels, whole.kernels);
+  EXPECT_EQ(memcpys, whole.memcpys);
+}
+#endif
+
+// ---- bad input: a clear message, exit 1, no crash ----
+
+struct BadModel {
+  const char* name;
+  std::string bytes;
+  std::vector<std::string> mentions;
+};
+
+std::vector<BadModel> bad_models() {
+  std::vector<BadModel> out;
+  out.push_back({"not_a_model", "plain text, not a protobuf\n", {"not an ONNX model"}});
+  std::ifstream cnn(kModels + "/cnn.onnx", std::ios::binary);
+  std::string full((std::istreambuf_iterator<char>(cnn)), std::istreambuf_iterator<char>());
+  out.push_back({"truncated", full.substr(0, full.size() / 2), {"truncated"}});
+  {
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "x", {2});
+    rtt::add_node(m, "Add", "first", {"x", "b"}, {"a"});
+    rtt::add_node(m, "Relu", "second", {"a"}, {"b"});
+    rtt::add_io(m, false, "b", {2});
+    out.push_back({"cycle", rtt::bytes(m), {"cycle", "first"}});
+  }
+  {
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "x", {2});
+    rtt::add_node(m, "Add", "adder", {"x", "ghost"}, {"y"});
+    rtt::add_io(m, false, "y", {2});
+    out.push_back({"dangling_input", rtt::bytes(m), {"adder", "ghost"}});
+  }
+  {
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "x", {2});
+    rtt::add_node(m, "Hardmax", "hm_node", {"x"}, {"y"});
+    rtt::add_io(m, false, "y", {2});
+    out.push_back({"unsupported_op", rtt::bytes(m), {"Hardmax", "hm_node"}});
+  }
+  {
+    auto m = rtt::relu_model();
+    m.mutable_opset_import(0)->set_version(19);
+    out.push_back({"opset_too_new", rtt::bytes(m), {"19"}});
+  }
+  {
+    auto m = rtt::relu_model();
+    rtt::add_float_init(m, "w", {2, 2}, {1, 2, 3});
+    out.push_back({"initializer_size", rtt::bytes(m), {"'w'", "[2,2]"}});
+  }
+  return out;
+}
+
+class RunCliBadModel : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(RunCliBadModel, ExitsOneWithAMessageNamingTheProblem) {
+  const BadModel bad = bad_models()[GetParam()];
+  TempDir dir;
+  const std::string path = dir.file(std::string(bad.name) + ".onnx");
+  std::ofstream(path, std::ios::binary) << bad.bytes;
+  Result r = epprof({path, "--runs", "1", "--output", dir.file("t.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("epprof run: ", 0), 0u) << r.output;
+  for (const auto& m : bad.mentions) EXPECT_NE(r.output.find(m), std::string::npos) << "'" << m << "' not in: " << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json"))) << "a failed run left a trace";
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, RunCliBadModel, ::testing::Range<size_t>(0, 7),
+                         [](const ::testing::TestParamInfo<size_t>& p) { return std::string(bad_models()[p.param].name); });
+
+TEST(RunCli, InputOfTheWrongShapeIsNamed) {
+  TempDir dir;
+  const std::string model = dir.file("relu.onnx");
+  std::ofstream(model, std::ios::binary) << rtt::bytes(rtt::relu_model());
+  epprof::rt::write_tensor_file(dir.file("x.pb"), epprof::rt::Tensor(epprof::rt::DataType::Float, {3, 2}), "x");
+  Result r = epprof({model, "--input", "x=" + dir.file("x.pb"), "--output", dir.file("t.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'x'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("shape"), std::string::npos) << r.output;
+
+  r = epprof({model, "--input", "nosuch=" + dir.file("x.pb"), "--output", dir.file("t.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no input named 'nosuch'"), std::string::npos) << r.output;
+}
+
+TEST(RunCli, SavedOutputsAreTensorProtoFilesNamedAfterTheGraphOutputs) {
+  TempDir dir;
+  const std::string model = dir.file("relu.onnx");
+  std::ofstream(model, std::ios::binary) << rtt::bytes(rtt::relu_model());
+  epprof::rt::Tensor x = epprof::rt::Tensor::from_vector<float>({2, 3}, {-1, 2, -3, 4, -5, 6});
+  epprof::rt::write_tensor_file(dir.file("x.pb"), x, "x");
+  Result r = epprof({model, "--input", "x=" + dir.file("x.pb"), "--no-profile", "--save-outputs", dir.file("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto y = epprof::rt::read_tensor_file(dir.file("out/y.pb"));
+  ASSERT_EQ(y.tensor.size(), 6);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.tensor.data<float>()[i], std::max(0.0f, x.data<float>()[i]));
+}
+
+TEST(RunCli, CommandLineErrors) {
+  TempDir dir;
+  const std::string out = dir.file("t.json");
+  Result r = epprof({"--frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown option '--frobnicate'"), std::string::npos) << r.output;
+  r = epprof({"--runs", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--runs"), std::string::npos) << r.output;
+  r = epprof({"--executor", "quantum"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = epprof({"--ep", "nosuchep,cpu", "--output", out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown execution provider 'nosuchep'"), std::string::npos) << r.output;
+  r = epprof({"/nonexistent/model.onnx", "--output", out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/model.onnx"), std::string::npos) << r.output;
+  r = epprof({kModels + "/mlp.onnx", "--output", "/nonexistent-dir/t.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("/nonexistent-dir"), std::string::npos) << r.output;
+  r = epprof({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--ep LIST"), std::string::npos);
+}
+
+}  // namespace
