@@ -24,6 +24,7 @@
 
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
+#include "onnx/onnx_pb.h"
 
 namespace {
 
@@ -33,7 +34,8 @@ using namespace epprof::rt;
 class TimedObserver final : public RunObserver {
  public:
   explicit TimedObserver(RunObserver* inner) : inner_(inner) {}
-  uint64_t node_ticks() const { return node_ticks_; }
+  uint64_t node_ticks() const { return node_begin_ticks_ + node_end_ticks_; }
+  uint64_t node_end_ticks() const { return node_end_ticks_; }
   uint64_t node_calls() const { return node_calls_; }
   void session_phase_begin(const SessionPhaseInfo& i) override { inner_->session_phase_begin(i); }
   void session_phase_end(const SessionPhaseInfo& i) override { inner_->session_phase_end(i); }
@@ -42,22 +44,58 @@ class TimedObserver final : public RunObserver {
   void node_begin(const NodeInfo& i) override {
     uint64_t t = __rdtsc();
     inner_->node_begin(i);
-    node_ticks_ += __rdtsc() - t;  // sequential executor: no concurrent updates
+    node_begin_ticks_ += __rdtsc() - t;  // sequential executor: no concurrent updates
   }
   void node_end(const NodeInfo& i, const NodeIo& io) override {
     uint64_t t = __rdtsc();
     inner_->node_end(i, io);
-    node_ticks_ += __rdtsc() - t;
+    node_end_ticks_ += __rdtsc() - t;
     ++node_calls_;
   }
 
  private:
   RunObserver* inner_;
-  uint64_t node_ticks_ = 0;
+  uint64_t node_begin_ticks_ = 0;
+  uint64_t node_end_ticks_ = 0;
   uint64_t node_calls_ = 0;
 };
 
 class NullObserver final : public RunObserver {};
+
+// A chain of `n` Relu nodes on a [1,64] tensor: kernels so small that the
+// hooks run with warm caches, which isolates the profiler's own cost from
+// the cache misses a real kernel inflicts on it.
+std::string relu_chain_model(int n) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("relu_chain");
+  auto io = [](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(1);
+    tt->mutable_shape()->add_dim()->set_dim_value(64);
+  };
+  io(g->add_input(), "t0");
+  for (int i = 0; i < n; ++i) {
+    auto* node = g->add_node();
+    node->set_op_type("Relu");
+    node->set_name("relu" + std::to_string(i));
+    node->add_input("t" + std::to_string(i));
+    node->add_output("t" + std::to_string(i + 1));
+  }
+  io(g->add_output(), "t" + std::to_string(n));
+  return m.SerializeAsString();
+}
+
+Session open_model(const std::string& dir, const std::string& name, SessionOptions opts) {
+  if (name == "relu_chain") return Session::from_bytes(relu_chain_model(200), std::move(opts));
+  return Session(dir + "/" + name + ".onnx", std::move(opts));
+}
 
 double ns_per_tick() {
   auto t0 = std::chrono::steady_clock::now();
@@ -97,7 +135,6 @@ struct Row {
 };
 
 Row measure(const std::string& dir, const std::string& name, int runs, double tick_ns) {
-  const std::string path = dir + "/" + name + ".onnx";
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
@@ -109,7 +146,8 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
   SessionOptions off_opts, on_opts, null_opts;
   on_opts.observer = &timed;
   null_opts.observer = &timed_null;
-  Session off(path, off_opts), on(path, on_opts), empty(path, null_opts);
+  Session off = open_model(dir, name, off_opts), on = open_model(dir, name, on_opts),
+          empty = open_model(dir, name, null_opts);
   const auto inputs = random_inputs(off);
   for (int i = 0; i < 5; ++i) {
     off.run(inputs);
@@ -139,6 +177,9 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
   std::remove(trace.c_str());
   const double calls = double(timed.node_calls() - warm_calls);
   const double hook = double(timed.node_ticks() - warm_ticks) * tick_ns / calls;
+  if (std::getenv("EPPROF_BENCH_SPLIT"))
+    std::fprintf(stderr, "%s: node_end share %.0f%%\n", name.c_str(),
+                 100.0 * double(timed.node_end_ticks()) / double(timed.node_ticks()));
   const double hook_null =
       double(timed_null.node_ticks() - warm_null_ticks) * tick_ns / double(timed_null.node_calls() - warm_null_calls);
   Row r;
@@ -149,7 +190,7 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
   r.ratio = r.on_ms / r.off_ms;
   r.e2e_ns_per_node = (r.on_ms - r.off_ms) * 1e6 / double(r.nodes);
   r.hook_ns_per_node = hook - hook_null;
-  r.pct_target = name == "mlp" ? 10.0 : 3.0;
+  r.pct_target = name == "mlp" ? 10.0 : name == "relu_chain" ? 0 : 3.0;
   return r;
 }
 
@@ -172,9 +213,14 @@ int main(int argc, char** argv) {
   std::printf("%-12s %5s %10s %10s %8s %8s %14s %14s %8s\n", "model", "nodes", "off ms", "on ms", "ratio",
               "target", "e2e ns/node", "hooks ns/node", "result");
   bool ok = true;
-  for (const char* name : {"mlp", "cnn", "transformer"}) {
+  for (const char* name : {"mlp", "cnn", "transformer", "relu_chain"}) {
     try {
       Row r = measure(dir, name, runs, tick_ns);
+      if (r.pct_target == 0) {  // diagnostic row: no target
+        std::printf("%-12s %5zu %10.3f %10.3f %8.4f %8s %14.0f %14.1f %8s\n", r.model.c_str(), r.nodes, r.off_ms,
+                    r.on_ms, r.ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node, "-");
+        continue;
+      }
       const bool pass = (r.ratio - 1) * 100 <= r.pct_target && r.hook_ns_per_node <= 100;
       std::printf("%-12s %5zu %10.3f %10.3f %8.4f %7.0f%% %14.0f %14.1f %8s\n", r.model.c_str(), r.nodes,
                   r.off_ms, r.on_ms, r.ratio, r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
@@ -185,6 +231,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\ntargets: overhead <= 3%% (cnn, transformer), <= 10%% (mlp); <= 100 ns per node execution\n"
-              "(the verdict uses the median ratio and the in-hook cost; e2e ns/node is within run-to-run noise)\n");
+              "(the verdict uses the median ratio and the in-hook cost; e2e ns/node is within run-to-run noise)\n"
+              "relu_chain: 200 Relu nodes on [1,64], no target: the hooks' cost with warm caches, for diagnosis\n");
   return ok ? 0 : 1;
 }

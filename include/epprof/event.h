@@ -31,9 +31,14 @@ typedef enum epprof_arg_type {
   EPPROF_ARG_STRING = 0, /* value.str: a NUL-terminated string, exported as a JSON string */
   EPPROF_ARG_INT64 = 1,  /* value.i64, exported as a JSON string of its decimal digits
                             (ONNX Runtime writes every arg as a string) */
-  EPPROF_ARG_JSON = 2    /* value.str: raw JSON text, exported unquoted (as ONNX Runtime
+  EPPROF_ARG_JSON = 2,   /* value.str: raw JSON text, exported unquoted (as ONNX Runtime
                             does for input_type_shape). Text that is not valid JSON is
                             exported as a string instead, so the trace stays valid. */
+  EPPROF_ARG_NAME = 3,   /* value.name: an interned string (epprof_intern), exported as
+                            STRING is. For values a host repeats on every event (an op
+                            type, a provider): the event stores the 4-byte id and copies
+                            no text, which keeps recording cheap. */
+  EPPROF_ARG_JSON_NAME = 4 /* value.name: interned raw JSON text, exported as JSON is */
 } epprof_arg_type;
 
 /* One key/value argument of a host event. Borrowed by the function it is
@@ -43,7 +48,8 @@ typedef struct epprof_arg {
   uint32_t type;        /* an epprof_arg_type */
   union {
     int64_t i64;
-    const char* str;    /* must not be NULL for STRING and JSON */
+    const char* str;      /* must not be NULL for STRING and JSON */
+    epprof_name_id name;  /* must be an interned id for NAME and JSON_NAME */
   } value;
 } epprof_arg;
 

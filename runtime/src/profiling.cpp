@@ -49,6 +49,17 @@ epprof_arg int_arg(epprof_name_id key, int64_t value) {
   a.value.i64 = value;
   return a;
 }
+// Interned values: the event stores the id and copies no text.
+epprof_arg name_arg(epprof_name_id key, epprof_name_id value) {
+  epprof_arg a{key, EPPROF_ARG_NAME, {}};
+  a.value.name = value;
+  return a;
+}
+epprof_arg json_name_arg(epprof_name_id key, epprof_name_id value) {
+  epprof_arg a{key, EPPROF_ARG_JSON_NAME, {}};
+  a.value.name = value;
+  return a;
+}
 epprof_arg json_arg(epprof_name_id key, const std::string& value) {
   epprof_arg a{key, EPPROF_ARG_JSON, {}};
   a.value.str = value.c_str();
@@ -89,19 +100,42 @@ std::string type_shape_json(const std::vector<Tensor>& tensors) {
 }
 
 // What is constant per node, computed on its first execution: the interned
-// event name and, for the last shapes seen, the type/shape JSON args. Nodes
-// usually see the same shapes every run, so node_end builds no strings.
+// event name, op type and provider, and for the last shapes seen the
+// interned type/shape JSON and byte sizes. Nodes usually see the same shapes
+// every run, so node_end builds no strings and copies no text: its args are
+// interned ids and integers. Each entry remembers its Node, so an observer
+// shared by two sessions stays correct (it just takes the slow path).
 struct ProfilingObserver::NodeCache {
+  struct Names {
+    const Node* node;
+    epprof_name_id event, op_type, provider;
+  };
   struct Shapes {
+    const Node* node;
     std::vector<int64_t> signature;  // dtype, rank, dims of each input, then each output
     std::string inputs_json, outputs_json;
+    epprof_name_id inputs_id = 0, outputs_id = 0;  // 0 if the string table is full
+    int64_t activation_bytes = 0, parameter_bytes = 0, output_bytes = 0;
   };
-  std::atomic<epprof_name_id> name{0};
+  std::atomic<const Names*> names{nullptr};
   std::atomic<const Shapes*> shapes{nullptr};
-  std::mutex mu;                               // guards `all`
-  std::vector<std::unique_ptr<Shapes>> all;    // every Shapes ever published
+  std::mutex mu;  // guards the two lists below
+  std::vector<std::unique_ptr<Names>> all_names;    // every Names ever published
+  std::vector<std::unique_ptr<Shapes>> all_shapes;  // every Shapes ever published
 
-  static bool matches(const Shapes& s, const NodeIo& io) {
+  const Names& names_for(const NodeInfo& info) {
+    const Names* n = names.load(std::memory_order_acquire);
+    if (n && n->node == &info.node) return *n;
+    auto fresh = std::make_unique<Names>(Names{&info.node, intern((info.node.name + "_kernel_time").c_str()),
+                                               intern(info.node.op_type.c_str()), intern(info.provider.c_str())});
+    std::lock_guard<std::mutex> lock(mu);
+    all_names.push_back(std::move(fresh));
+    names.store(all_names.back().get(), std::memory_order_release);
+    return *all_names.back();
+  }
+
+  static bool matches(const Shapes& s, const Node& node, const NodeIo& io) {
+    if (s.node != &node) return false;
     size_t i = 0;
     auto same = [&](const Tensor& t) {
       if (i + 2 + t.rank() > s.signature.size()) return false;
@@ -117,10 +151,11 @@ struct ProfilingObserver::NodeCache {
     return i == s.signature.size();
   }
 
-  const Shapes& shapes_for(const NodeIo& io) {
+  const Shapes& shapes_for(const Node& node, const NodeIo& io) {
     const Shapes* s = shapes.load(std::memory_order_acquire);
-    if (s && matches(*s, io)) return *s;
+    if (s && matches(*s, node, io)) return *s;
     auto fresh = std::make_unique<Shapes>();
+    fresh->node = &node;
     auto sign = [&](const Tensor& t) {
       fresh->signature.push_back(int64_t(t.dtype()));
       fresh->signature.push_back(int64_t(t.rank()));
@@ -132,10 +167,15 @@ struct ProfilingObserver::NodeCache {
       if (!t.empty()) sign(t);
     fresh->inputs_json = type_shape_json(io.inputs);
     fresh->outputs_json = type_shape_json(io.outputs);
+    fresh->inputs_id = intern(fresh->inputs_json.c_str());
+    fresh->outputs_id = intern(fresh->outputs_json.c_str());
+    fresh->activation_bytes = int64_t(io.activation_bytes());
+    fresh->parameter_bytes = int64_t(io.parameter_bytes());
+    fresh->output_bytes = int64_t(io.output_bytes());
     std::lock_guard<std::mutex> lock(mu);
-    all.push_back(std::move(fresh));
-    shapes.store(all.back().get(), std::memory_order_release);
-    return *all.back();
+    all_shapes.push_back(std::move(fresh));
+    shapes.store(all_shapes.back().get(), std::memory_order_release);
+    return *all_shapes.back();
   }
 };
 
@@ -234,27 +274,26 @@ void ProfilingObserver::run_end(const RunInfo& info) {
 }
 
 void ProfilingObserver::node_begin(const NodeInfo& info) {
-  NodeCache& c = cache_for(info.node);
-  epprof_name_id name = c.name.load(std::memory_order_relaxed);
-  if (!name) {
-    name = intern((info.node.name + "_kernel_time").c_str());
-    c.name.store(name, std::memory_order_relaxed);
-  }
-  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, name, info.correlation_id));
+  const NodeCache::Names& names = cache_for(info.node).names_for(info);
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, names.event, info.correlation_id));
 }
 
 void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
   const Keys& k = keys();
-  const NodeCache::Shapes& shapes = cache_for(info.node).shapes_for(io);
+  NodeCache& cache = cache_for(info.node);
+  const NodeCache::Names& names = cache.names_for(info);
+  const NodeCache::Shapes& shapes = cache.shapes_for(info.node, io);
   const epprof_arg args[] = {
-      str_arg(k.op_name, info.node.op_type.c_str()),
-      str_arg(k.provider, info.provider.c_str()),
+      name_arg(k.op_name, names.op_type),
+      name_arg(k.provider, names.provider),
       int_arg(k.node_index, int64_t(info.node.index)),
-      int_arg(k.activation_size, int64_t(io.activation_bytes())),
-      int_arg(k.parameter_size, int64_t(io.parameter_bytes())),
-      int_arg(k.output_size, int64_t(io.output_bytes())),
-      json_arg(k.input_type_shape, shapes.inputs_json),
-      json_arg(k.output_type_shape, shapes.outputs_json),
+      int_arg(k.activation_size, shapes.activation_bytes),
+      int_arg(k.parameter_size, shapes.parameter_bytes),
+      int_arg(k.output_size, shapes.output_bytes),
+      shapes.inputs_id ? json_name_arg(k.input_type_shape, shapes.inputs_id)
+                       : json_arg(k.input_type_shape, shapes.inputs_json),
+      shapes.outputs_id ? json_name_arg(k.output_type_shape, shapes.outputs_id)
+                        : json_arg(k.output_type_shape, shapes.outputs_json),
   };
   report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
 }

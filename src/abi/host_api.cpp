@@ -69,6 +69,10 @@ const char* arg_key(const epprof_event* e, size_t i) {
 const char* arg_value(const epprof_event* e, size_t i) {
   if (!e->borrowed) return e->values[i].c_str();
   const epprof_arg& a = e->view_args[i];
+  if (a.type == EPPROF_ARG_NAME || a.type == EPPROF_ARG_JSON_NAME) {
+    const char* v = epprof_name(a.value.name);
+    return v ? v : "";
+  }
   if (a.type != EPPROF_ARG_INT64) return a.value.str ? a.value.str : "";
   char* text = e->int_text[i];
   auto r = std::to_chars(text, text + sizeof e->int_text[i] - 1, a.value.i64);

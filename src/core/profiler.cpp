@@ -109,9 +109,17 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
     if (a.key == 0 || !interned(a.key))
       return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg " + std::to_string(i) +
                                   " has a key that is not an interned name id"); });
-    if (a.type > EPPROF_ARG_JSON)
+    if (a.type > EPPROF_ARG_JSON_NAME)
       return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg '" + *interned(a.key) + "' has unknown type " +
                                   std::to_string(a.type)); });
+    if (a.type == EPPROF_ARG_NAME || a.type == EPPROF_ARG_JSON_NAME) {
+      if (a.value.name == 0 || !interned(a.value.name))
+        return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) +
+                                    "' is not an interned name id"); });
+      big_ids[i] = a.value.name;
+      bytes += 8 + 4;
+      continue;
+    }
     if (a.type != EPPROF_ARG_INT64 && !a.value.str)
       return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) + "' is NULL"); });
     big_ids[i] = 0;
@@ -139,7 +147,7 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
   for (size_t i = 0; i < num_args; ++i) {
     const epprof_arg& a = args[i];
     std::memcpy(p, &a.key, 4);
-    const bool json = a.type == EPPROF_ARG_JSON;
+    const bool json = a.type == EPPROF_ARG_JSON || a.type == EPPROF_ARG_JSON_NAME;
     if (a.type == EPPROF_ARG_INT64) {
       p[4] = uint8_t(StoredArg::kInt64);
       std::memcpy(p + 8, &a.value.i64, 8);
@@ -165,7 +173,7 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
   const std::string* name = interned(o.name);
   const int64_t ts = provisional_.to_ns(o.ts) - start_pair_.ns;
   abi::make_event_view(view, epprof_category(o.category), name ? name->c_str() : "",
-                       int64_t(getpid()), s.tid, ts, provisional_.duration_ns(end_ticks - o.ts),
+                       pid_, s.tid, ts, provisional_.duration_ns(end_ticks - o.ts),
                        o.correlation_id, args, num_args);
   for (auto& ep : eps_) ep->stop_event(o.correlation_id, &view);
 }

@@ -2,6 +2,8 @@
 // its EP profiler instances, and at stop builds the timeline and writes it.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -97,6 +99,7 @@ class Profiler {
 
   ProfilerConfig config_;
   uint64_t handle_ = 0;
+  const int64_t pid_ = int64_t(getpid());  // once: getpid() is a syscall
   std::atomic<State> state_{State::kCreated};
   std::unique_ptr<exporter::AtomicFile> file_;
   Recorder recorder_;

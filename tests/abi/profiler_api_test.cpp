@@ -77,6 +77,42 @@ TEST_F(ProfilerApi, NestedEventsAreWrittenWithTheirArgs) {
   EXPECT_LT(r - events.data(), n - events.data());
 }
 
+TEST_F(ProfilerApi, InternedArgValuesAreExportedLikeTheirText) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("relu_kernel_time"), id));
+  epprof_arg args[2];
+  args[0] = {name_id("op_name"), EPPROF_ARG_NAME, {}};
+  args[0].value.name = name_id("Relu \"quoted\"");
+  args[1] = {name_id("output_type_shape"), EPPROF_ARG_JSON_NAME, {}};
+  args[1].value.name = name_id("[{\"float\":[2,3]}]");
+  EPPROF_ASSERT_OK(epprof_event_end(p_, id, args, 2));
+  const auto events = stop_and_read();
+  const TraceEvent* n = nullptr;
+  for (auto& e : events)
+    if (e.name == "relu_kernel_time") n = &e;
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->arg("op_name"), "Relu \"quoted\"");
+  EXPECT_FALSE(n->has_arg("output_type_shape"));  // raw JSON, not a string
+  EXPECT_NE(n->args_json.find("\"output_type_shape\":[{\"float\":[2,3]}]"), std::string::npos) << n->args_json;
+}
+
+TEST_F(ProfilerApi, InternedArgValuesMustBeInternedIds) {
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("n"), id));
+  for (uint32_t type : {uint32_t(EPPROF_ARG_NAME), uint32_t(EPPROF_ARG_JSON_NAME)}) {
+    for (epprof_name_id bad : {epprof_name_id(0), epprof_name_id(4000000)}) {
+      epprof_arg a{name_id("k"), type, {}};
+      a.value.name = bad;
+      auto r = take(epprof_event_end(p_, id, &a, 1));
+      EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT) << "type " << type << " id " << bad;
+      EXPECT_NE(r.message.find("value of arg 'k' is not an interned name id"), std::string::npos) << r.message;
+    }
+  }
+  EPPROF_EXPECT_OK(epprof_event_end(p_, id, nullptr, 0));  // the failed ends closed nothing
+}
+
 TEST_F(ProfilerApi, LongArgValuesAreKeptWhole) {
   EPPROF_ASSERT_OK(epprof_profiler_start(p_));
   std::string big(100000, 'x');
