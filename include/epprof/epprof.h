@@ -7,5 +7,6 @@
 #include "epprof/status.h"
 #include "epprof/ep_profiler.h"
 #include "epprof/profiler.h"
+#include "epprof/counters.h"
 
 #endif /* EPPROF_EPPROF_H */

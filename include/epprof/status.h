@@ -33,7 +33,9 @@ typedef enum epprof_status_code {
   EPPROF_RESOURCE_EXHAUSTED = 7,   /* a fixed limit (handles, nesting depth) was reached */
   EPPROF_PLUGIN_ERROR = 8,         /* a plugin slot failed; the message says which */
   EPPROF_UNSUPPORTED = 9,          /* the feature is not available on this machine */
-  EPPROF_INTERNAL = 10             /* a bug in epprof; please report it */
+  EPPROF_INTERNAL = 10,            /* a bug in epprof; please report it */
+  EPPROF_MULTIPASS = 11            /* done, but a counter set needs more than one pass on its
+                                      device (epprof/counters.h); the message gives the count */
 } epprof_status_code;
 
 typedef struct epprof_status epprof_status;

@@ -68,3 +68,28 @@ static_assert(sizeof(epprof_arg) == 16, "epprof_arg size");
 static_assert(EPPROF_CATEGORY_SESSION == 0 && EPPROF_CATEGORY_NODE == 1 &&
                   EPPROF_CATEGORY_KERNEL == 2 && EPPROF_CATEGORY_API == 3,
               "categories keep ONNX Runtime's numbering");
+
+// epprof/counters.h: caller-filled and caller-read structs grow at the end only.
+EPPROF_PIN(epprof_counter_info, size, 0);
+EPPROF_PIN(epprof_counter_info, name, 8);
+EPPROF_PIN(epprof_counter_info, description, 16);
+EPPROF_PIN(epprof_counter_info, unit, 24);
+EPPROF_PIN(epprof_counter_info, backend, 32);
+EPPROF_PIN(epprof_counter_info, device, 40);
+EPPROF_PIN(epprof_counter_info, unsupported_reason, 48);
+EPPROF_PIN(epprof_counter_info, kind, 56);
+EPPROF_PIN(epprof_counter_info, supported, 60);
+static_assert(sizeof(epprof_counter_info) == 64, "epprof_counter_info v1 size");
+EPPROF_PIN(epprof_dispatch_measures, size, 0);
+EPPROF_PIN(epprof_dispatch_measures, known, 8);
+EPPROF_PIN(epprof_dispatch_measures, duration_ns, 16);
+EPPROF_PIN(epprof_dispatch_measures, flops, 24);
+EPPROF_PIN(epprof_dispatch_measures, bytes, 32);
+static_assert(sizeof(epprof_dispatch_measures) == 40, "epprof_dispatch_measures v1 size");
+EPPROF_PIN(epprof_counter_value, value, 0);
+EPPROF_PIN(epprof_counter_value, raw, 8);
+EPPROF_PIN(epprof_counter_value, time_enabled_ns, 16);
+EPPROF_PIN(epprof_counter_value, time_running_ns, 24);
+EPPROF_PIN(epprof_counter_value, flags, 32);
+EPPROF_PIN(epprof_counter_value, pass, 36);
+static_assert(sizeof(epprof_counter_value) == 40, "epprof_counter_value size");

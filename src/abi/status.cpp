@@ -42,8 +42,8 @@ EPPROF_API const char* epprof_status_code_name(epprof_status_code code) {
   static const char* const kNames[] = {
       "OK",           "INVALID_ARGUMENT",   "NOT_FOUND",    "FAILED_PRECONDITION",
       "VERSION_MISMATCH", "IO_ERROR",       "OUT_OF_MEMORY", "RESOURCE_EXHAUSTED",
-      "PLUGIN_ERROR", "UNSUPPORTED",        "INTERNAL"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_INTERNAL + 1,
+      "PLUGIN_ERROR", "UNSUPPORTED",        "INTERNAL",      "MULTIPASS"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_MULTIPASS + 1,
                 "every status code has a name");
   if (unsigned(code) >= sizeof(kNames) / sizeof(kNames[0])) return "UNKNOWN";
   return kNames[code];
