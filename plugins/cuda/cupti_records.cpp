@@ -1,0 +1,72 @@
+#include "cupti_records.h"
+
+namespace epprof::cuda {
+
+bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch) {
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      KernelRecord r;
+      r.correlation_id = k->correlationId;
+      r.start_ns = k->start;
+      r.end_ns = k->end;
+      r.device_id = k->deviceId;
+      r.context_id = k->contextId;
+      r.stream_id = k->streamId;
+      r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
+      r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
+      r.static_shared_bytes = k->staticSharedMemory;
+      r.dynamic_shared_bytes = k->dynamicSharedMemory;
+      r.registers_per_thread = k->registersPerThread;
+      if (k->name) r.name = k->name;
+      batch->kernels.push_back(std::move(r));
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      MemcpyRecord r;
+      r.correlation_id = m->correlationId;
+      r.start_ns = m->start;
+      r.end_ns = m->end;
+      r.bytes = m->bytes;
+      r.copy_kind = m->copyKind;
+      r.device_id = m->deviceId;
+      r.context_id = m->contextId;
+      r.stream_id = m->streamId;
+      batch->memcpys.push_back(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      MemsetRecord r;
+      r.correlation_id = m->correlationId;
+      r.start_ns = m->start;
+      r.end_ns = m->end;
+      r.bytes = m->bytes;
+      r.value = m->value;
+      r.device_id = m->deviceId;
+      r.context_id = m->contextId;
+      r.stream_id = m->streamId;
+      batch->memsets.push_back(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      batch->external.push_back(
+          ExternalCorrelationRecord{static_cast<uint32_t>(e->externalKind), e->externalId, e->correlationId});
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+static_assert(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 == kExternalKindEpprof, "records.h mirrors CUPTI's kind");
+static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD == static_cast<int>(CopyKind::HtoD) &&
+                  CUPTI_ACTIVITY_MEMCPY_KIND_DTOH == static_cast<int>(CopyKind::DtoH) &&
+                  CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == static_cast<int>(CopyKind::DtoD) &&
+                  CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == static_cast<int>(CopyKind::PtoP),
+              "CopyKind mirrors CUpti_ActivityMemcpyKind");
+
+}  // namespace epprof::cuda

@@ -1,0 +1,20 @@
+// CUPTI activity records → the plain structs of records.h. Needs CUPTI's
+// headers only (no CUPTI call), so tests build CUPTI records by hand and
+// parse them without a GPU.
+#pragma once
+#include <cupti_activity.h>
+
+#include "records.h"
+
+namespace epprof::cuda {
+
+// The activity kinds the EP enables, in the order it enables them.
+constexpr CUpti_ActivityKind kTracedKinds[] = {
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// Appends `record` to `batch` if it is of a traced kind; returns whether it
+// was. The kernel name is copied (CUPTI owns the string).
+bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch);
+
+}  // namespace epprof::cuda

@@ -1,0 +1,362 @@
+#include "ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace epprof::cuda {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Kind = ComputeResult::Kind;
+
+struct OpInfo {
+  const char* type;
+  Op op;
+  int min_opset;  // the first opset with today's semantics (broadcasting, optional C, ...)
+  size_t min_inputs, max_inputs;
+};
+
+constexpr OpInfo kOps[] = {
+    {"Add", Op::Add, 7, 2, 2},         {"Sub", Op::Sub, 7, 2, 2},
+    {"Mul", Op::Mul, 7, 2, 2},         {"Div", Op::Div, 7, 2, 2},
+    {"Relu", Op::Relu, 6, 1, 1},       {"Sigmoid", Op::Sigmoid, 6, 1, 1},
+    {"Tanh", Op::Tanh, 6, 1, 1},       {"Softmax", Op::Softmax, 1, 1, 1},
+    {"MatMul", Op::MatMul, 1, 2, 2},   {"Gemm", Op::Gemm, 7, 2, 3},
+};
+
+const epprof_ep_attribute* find_attr(const epprof_ep_node& n, const char* name) {
+  for (size_t i = 0; i < n.num_attributes; ++i)
+    if (std::strcmp(n.attributes[i].name, name) == 0) return &n.attributes[i];
+  return nullptr;
+}
+int64_t attr_int(const epprof_ep_node& n, const char* name, int64_t fallback) {
+  const auto* a = find_attr(n, name);
+  return a && a->type == EPPROF_EP_ATTR_INT ? a->i : fallback;
+}
+float attr_float(const epprof_ep_node& n, const char* name, float fallback) {
+  const auto* a = find_attr(n, name);
+  return a && a->type == EPPROF_EP_ATTR_FLOAT ? a->f : fallback;
+}
+
+Shape shape_of(const epprof_ep_tensor& t) { return t.rank > 0 ? Shape(t.dims, t.dims + t.rank) : Shape{}; }
+int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// numpy broadcasting; false if the shapes are incompatible.
+bool broadcast(const Shape& a, const Shape& b, Shape* out) {
+  const size_t r = std::max(a.size(), b.size());
+  out->assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    (*out)[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+// Element strides of `s` aligned right to `out` (0 on broadcast dims).
+void broadcast_strides(const Shape& s, const Shape& out, int64_t* strides) {
+  int64_t stride = 1;
+  for (size_t i = out.size(); i-- > 0;) {
+    const size_t back = out.size() - 1 - i;
+    if (back < s.size()) {
+      const int64_t d = s[s.size() - 1 - back];
+      strides[i] = d == 1 ? 0 : stride;
+      stride *= d;
+    } else {
+      strides[i] = 0;
+    }
+  }
+}
+
+ComputeResult failed(Kind kind, const std::string& msg) { return ComputeResult{kind, msg}; }
+
+ComputeResult device_failure(const OpKernel& k, const Dispatch& d) {
+  if (d.out_of_memory()) return failed(Kind::OutOfMemory, "device out of memory running " + k.node + ": " + d.error());
+  return failed(Kind::Failed, "running " + k.node + " failed: " + d.error());
+}
+
+ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shape& shape, float** data) {
+  void* p = nullptr;
+  epprof_status* st = outputs->allocate(outputs, 0, EPPROF_EP_DTYPE_FLOAT, shape.empty() ? nullptr : shape.data(),
+                                        static_cast<int32_t>(shape.size()), &p);
+  if (st) {
+    ComputeResult r = failed(Kind::Failed, "the host could not allocate the output of " + k.node + ": " +
+                                               k.host->status_get_message(st));
+    k.host->status_release(st);
+    return r;
+  }
+  *data = static_cast<float*>(p);
+  return {};
+}
+
+KernelId kernel_of(Op op) {
+  switch (op) {
+    case Op::Add: return KernelId::Add;
+    case Op::Sub: return KernelId::Sub;
+    case Op::Mul: return KernelId::Mul;
+    case Op::Div: return KernelId::Div;
+    case Op::Relu: return KernelId::Relu;
+    case Op::Sigmoid: return KernelId::Sigmoid;
+    case Op::Tanh: return KernelId::Tanh;
+    default: return KernelId::Softmax;
+  }
+}
+
+size_t bytes_of(int64_t elements) { return static_cast<size_t>(elements) * sizeof(float); }
+
+ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
+  Shape out;
+  if (!broadcast(a, b, &out)) return failed(Kind::Failed, k.node + ": input shapes do not broadcast");
+  if (out.size() > static_cast<size_t>(kMaxBroadcastRank))
+    return failed(Kind::Unsupported, "rank " + std::to_string(out.size()) + " is above the EP's limit of 6");
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, out, &y);
+  const int64_t n = count(out);
+  if (r.kind != Kind::Ok || n == 0) return r;
+  BroadcastParams p{};
+  p.rank = static_cast<int64_t>(out.size());
+  p.n = n;
+  for (size_t i = 0; i < out.size(); ++i) p.dims[i] = out[i];
+  broadcast_strides(a, out, p.sa);
+  broadcast_strides(b, out, p.sb);
+  float *ma = nullptr, *mb = nullptr, *my = nullptr;
+  void* args[] = {&ma, &mb, &my, &p};
+  if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||
+      !d.alloc(bytes_of(n), &my) || !d.launch(kernel_of(k.op), n, args) || !d.download(my, y, bytes_of(n)) ||
+      !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+  const Shape x = shape_of(in[0]);
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, x, &y);
+  long long n = count(x);
+  if (r.kind != Kind::Ok || n == 0) return r;
+  float *mx = nullptr, *my = nullptr;
+  void* args[] = {&mx, &my, &n};
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.alloc(bytes_of(n), &my) || !d.launch(kernel_of(k.op), n, args) ||
+      !d.download(my, y, bytes_of(n)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+  const Shape x = shape_of(in[0]);
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, x, &y);
+  const int64_t total = count(x);
+  if (r.kind != Kind::Ok || total == 0) return r;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t rank1 = std::max<int64_t>(rank, 1);
+  const int64_t axis = k.axis < 0 ? k.axis + rank1 : k.axis;
+  if (axis < 0 || axis >= rank1) return failed(Kind::Failed, k.node + ": axis out of range");
+  long long n = 1, inner = 1;
+  if (k.legacy_softmax) {
+    for (int64_t i = axis; i < rank; ++i) n *= x[static_cast<size_t>(i)];
+  } else if (rank > 0) {
+    n = x[static_cast<size_t>(axis)];
+    for (int64_t i = axis + 1; i < rank; ++i) inner *= x[static_cast<size_t>(i)];
+  }
+  long long outer = total / (n * inner);
+  float *mx = nullptr, *my = nullptr;
+  void* args[] = {&mx, &my, &outer, &n, &inner};
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.alloc(bytes_of(total), &my) ||
+      !d.launch(KernelId::Softmax, outer * inner, args) || !d.download(my, y, bytes_of(total)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+// Row-major Y[m,n] = A[m,k]·B[k,n] is column-major Yᵀ = Bᵀ·Aᵀ: cuBLAS gets B first.
+ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+  Shape a = shape_of(in[0]), b = shape_of(in[1]);
+  if (a.empty() || b.empty()) return failed(Kind::Failed, k.node + ": MatMul inputs must have rank >= 1");
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  const int64_t m = a[a.size() - 2], ka = a.back(), kb = b[b.size() - 2], n = b.back();
+  if (ka != kb) return failed(Kind::Failed, k.node + ": inner dimensions differ");
+  const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  Shape batch;
+  if (!broadcast(ba, bb, &batch)) return failed(Kind::Failed, k.node + ": batch dimensions do not broadcast");
+  if (batch.size() > static_cast<size_t>(kMaxBatchRank)) return failed(Kind::Unsupported, "more than 4 batch dimensions");
+  Shape out = batch;
+  if (!a_vec) out.push_back(m);
+  if (!b_vec) out.push_back(n);
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, out, &y);
+  const int64_t total = count(out);
+  if (r.kind != Kind::Ok || total == 0 || ka == 0) return r;  // K = 0: zeros, already
+  if (m > INT32_MAX || n > INT32_MAX || ka > INT32_MAX) return failed(Kind::Unsupported, "a dimension above 2^31");
+  // Offsets of each batch's matrices, in elements.
+  const int64_t nb = count(batch);
+  int64_t sa[kMaxBatchRank] = {}, sb[kMaxBatchRank] = {};
+  broadcast_strides(ba, batch, sa);
+  broadcast_strides(bb, batch, sb);
+  std::vector<int64_t> off_a(static_cast<size_t>(nb)), off_b(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t rem = i, oa = 0, ob = 0;
+    for (size_t dd = batch.size(); dd-- > 0;) {
+      const int64_t c = rem % batch[dd];
+      rem /= batch[dd];
+      oa += c * sa[dd];
+      ob += c * sb[dd];
+    }
+    off_a[static_cast<size_t>(i)] = oa * m * ka;
+    off_b[static_cast<size_t>(i)] = ob * ka * n;
+  }
+  auto uniform = [&](const std::vector<int64_t>& off, int64_t* stride) {
+    *stride = nb > 1 ? off[1] - off[0] : 0;
+    for (int64_t i = 0; i < nb; ++i)
+      if (off[static_cast<size_t>(i)] != i * *stride) return false;
+    return true;
+  };
+  float *ma = nullptr, *mb = nullptr, *my = nullptr;
+  if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||
+      !d.alloc(bytes_of(total), &my))
+    return device_failure(k, d);
+  const float one = 1.0f, zero = 0.0f;
+  const int im = static_cast<int>(m), in_ = static_cast<int>(n), ik = static_cast<int>(ka);
+  int64_t stride_a = 0, stride_b = 0;
+  if (nb == 1 || (uniform(off_a, &stride_a) && uniform(off_b, &stride_b))) {
+    if (!d.blas(cublasSgemmStridedBatched(d.blas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, in_, im, ik, &one, mb, in_,
+                                          stride_b, ma, ik, stride_a, &zero, my, in_, m * n, static_cast<int>(nb)),
+                "cublasSgemmStridedBatched"))
+      return device_failure(k, d);
+  } else {
+    for (int64_t i = 0; i < nb; ++i)
+      if (!d.blas(cublasSgemm(d.blas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, in_, im, ik, &one, mb + off_b[size_t(i)], in_,
+                              ma + off_a[size_t(i)], ik, &zero, my + i * m * n, in_),
+                  "cublasSgemm"))
+        return device_failure(k, d);
+  }
+  if (!d.download(my, y, bytes_of(total)) || !d.finish()) return device_failure(k, d);
+  return {};
+}
+
+ComputeResult run_gemm(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
+                       epprof_ep_outputs* outputs) {
+  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
+  if (a.size() != 2 || b.size() != 2) return failed(Kind::Failed, k.node + ": Gemm inputs must be 2-D");
+  const int64_t m = k.trans_a ? a[1] : a[0], kk = k.trans_a ? a[0] : a[1], n = k.trans_b ? b[0] : b[1];
+  if ((k.trans_b ? b[1] : b[0]) != kk) return failed(Kind::Failed, k.node + ": inner dimensions differ");
+  const epprof_ep_tensor* c = num_inputs > 2 && in[2].dtype != EPPROF_EP_DTYPE_UNDEFINED ? &in[2] : nullptr;
+  Shape cs;
+  if (c) {
+    cs = shape_of(*c);  // broadcasts to [M, N] in one direction only
+    const int64_t cm = cs.size() == 2 ? cs[0] : 1, cn = cs.empty() ? 1 : cs.back();
+    if (cs.size() > 2 || (cm != 1 && cm != m) || (cn != 1 && cn != n))
+      return failed(Kind::Failed, k.node + ": C does not broadcast to [M,N]");
+  }
+  float* y = nullptr;
+  const Shape out{m, n};
+  ComputeResult r = allocate(k, outputs, out, &y);
+  const int64_t total = m * n;
+  if (r.kind != Kind::Ok || total == 0) return r;
+  if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX) return failed(Kind::Unsupported, "a dimension above 2^31");
+  const bool use_c = c != nullptr && k.beta != 0.0f;
+  if (kk == 0 && use_c)  // Y = beta·C: left to the CPU EP rather than trusting cuBLAS with K = 0
+    return failed(Kind::Unsupported, k.node + ": K = 0 with a C input");
+  if (kk == 0) return r;  // zeros, already
+  float *ma = nullptr, *mb = nullptr, *mc = nullptr, *my = nullptr;
+  if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||
+      !d.alloc(bytes_of(total), &my))
+    return device_failure(k, d);
+  if (use_c) {
+    BroadcastParams p{};
+    p.rank = 2;
+    p.n = total;
+    p.dims[0] = m;
+    p.dims[1] = n;
+    broadcast_strides(cs, out, p.sa);
+    void* args[] = {&mc, &my, &p};
+    if (!d.upload(c->data, c->byte_size, &mc) || !d.launch(KernelId::BroadcastCopy, total, args))
+      return device_failure(k, d);
+  }
+  const float alpha = k.alpha, beta = use_c ? k.beta : 0.0f;
+  const int im = static_cast<int>(m), in_ = static_cast<int>(n), ik = static_cast<int>(kk);
+  if (!d.blas(cublasSgemm(d.blas_handle(), k.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, k.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          in_, im, ik, &alpha, mb, k.trans_b ? ik : in_, ma, k.trans_a ? im : ik, &beta, my, in_),
+              "cublasSgemm") ||
+      !d.download(my, y, bytes_of(total)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+}  // namespace
+
+bool parse_node(const epprof_ep_node& n, OpKernel* k, std::string* why_not) {
+  if (n.domain[0] != '\0' || n.num_outputs != 1) return false;
+  const OpInfo* info = nullptr;
+  for (const auto& o : kOps)
+    if (std::strcmp(o.type, n.op_type) == 0) info = &o;
+  if (!info || n.opset < info->min_opset || n.num_inputs < info->min_inputs || n.num_inputs > info->max_inputs)
+    return false;
+  for (size_t i = 0; i < n.num_inputs; ++i) {
+    const epprof_ep_tensor& t = n.inputs[i];
+    const bool omitted = i >= info->min_inputs && t.dtype == EPPROF_EP_DTYPE_UNDEFINED && t.rank == 0;
+    if (!omitted && t.dtype != EPPROF_EP_DTYPE_FLOAT) {
+      *why_not = "input " + std::to_string(i) + " is not known to be float32";
+      return false;
+    }
+  }
+  const int32_t r0 = n.inputs[0].rank, r1 = n.num_inputs > 1 ? n.inputs[1].rank : 0;
+  switch (info->op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
+      if (r0 > kMaxBroadcastRank || r1 > kMaxBroadcastRank) return false;
+      break;
+    case Op::MatMul:
+      if (r0 == 0 || r1 == 0 || r0 > kMaxBatchRank + 2 || r1 > kMaxBatchRank + 2) return false;
+      break;
+    case Op::Gemm:
+      if ((r0 >= 0 && r0 != 2) || (r1 >= 0 && r1 != 2)) return false;
+      if (n.num_inputs > 2 && n.inputs[2].rank > 2) return false;
+      break;
+    default: break;
+  }
+  k->op = info->op;
+  k->node = std::string("node '") + n.name + "' (" + n.op_type + ")";
+  k->alpha = attr_float(n, "alpha", 1.0f);
+  k->beta = attr_float(n, "beta", 1.0f);
+  k->trans_a = attr_int(n, "transA", 0) != 0;
+  k->trans_b = attr_int(n, "transB", 0) != 0;
+  k->legacy_softmax = n.opset < 13;
+  k->axis = attr_int(n, "axis", k->legacy_softmax ? 1 : -1);
+  return true;
+}
+
+ComputeResult compute(Device& device, uint64_t alloc_limit, const OpKernel& k, const epprof_ep_tensor* in,
+                      size_t num_inputs, epprof_ep_outputs* outputs) {
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const bool optional = k.op == Op::Gemm && i == 2;
+    if (in[i].dtype != EPPROF_EP_DTYPE_FLOAT && !(optional && in[i].dtype == EPPROF_EP_DTYPE_UNDEFINED))
+      return failed(Kind::Unsupported, "input " + std::to_string(i) + " is not float32");
+  }
+  std::string error;
+  Worker* w = device.acquire(&error);
+  if (!w) return failed(Kind::Failed, "running " + k.node + ": " + error);
+  ComputeResult r;
+  {
+    Dispatch d(device, *w, alloc_limit);
+    switch (k.op) {
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: r = run_binary(d, k, in, outputs); break;
+      case Op::Relu: case Op::Sigmoid: case Op::Tanh: r = run_unary(d, k, in, outputs); break;
+      case Op::Softmax: r = run_softmax(d, k, in, outputs); break;
+      case Op::MatMul: r = run_matmul(d, k, in, outputs); break;
+      case Op::Gemm: r = run_gemm(d, k, in, num_inputs, outputs); break;
+    }
+  }  // the dispatch waits for its stream before the worker goes back
+  device.release(w);
+  return r;
+}
+
+}  // namespace epprof::cuda
