@@ -18,6 +18,12 @@ constexpr Command kCommands[] = {
 #endif
     {"demo", "profile a multi-threaded demo workload with the example plugin",
      epprof::cli::run_demo},
+    {"report", "summary tables (text, csv, json, html) of a trace or ONNX Runtime profile",
+     epprof::cli::run_report},
+    {"diff", "per-op and per-node changes between two traces", epprof::cli::run_diff},
+    {"validate", "check a trace against the format contract; list violations",
+     epprof::cli::run_validate},
+    {"merge", "merge traces of several processes, aligned by their T0", epprof::cli::run_merge},
 };
 
 void print_help(FILE* out) {

@@ -1,0 +1,296 @@
+#include "report/trace_model.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "report/reader.h"
+
+namespace epprof::report {
+
+uint32_t StringTable::intern(std::string_view s) {
+  auto it = ids_.find(std::string(s));
+  if (it != ids_.end()) return it->second;
+  uint32_t id = uint32_t(strings_.size());
+  strings_.emplace_back(s);
+  ids_.emplace(strings_.back(), id);
+  return id;
+}
+
+uint32_t StringTable::find(std::string_view s) const {
+  auto it = ids_.find(std::string(s));
+  return it == ids_.end() ? kNoString : it->second;
+}
+
+bool is_descriptive_arg(std::string_view k) {
+  static const std::string_view kKeys[] = {
+      "op_name", "provider", "node_index", "activation_size", "parameter_size", "output_size",
+      "input_type_shape", "output_type_shape", "correlation_id", "parent_name", "unattributed",
+      "thread_scheduling_stats", "queue", "stream", "device", "grid_x", "grid_y", "grid_z",
+      "block_x", "block_y", "block_z", "global_size", "local_size", "kernel", "name"};
+  for (std::string_view d : kKeys)
+    if (k == d) return true;
+  return false;
+}
+
+namespace {
+
+constexpr std::string_view kKernelTime = "_kernel_time";
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+uint64_t corr_of(const Event& e) {
+  int64_t v = 0;
+  const Arg* a = e.arg("correlation_id");
+  return a && arg_as_int(*a, &v) && v > 0 ? uint64_t(v) : 0;
+}
+
+class Loader {
+ public:
+  Loader(const LoadOptions& o, Trace* t) : o_(o), t_(*t) {}
+
+  bool on_event(const Event& e, std::string* error) {
+    if (!e.has_ph || !e.has_name) {
+      *error = !e.has_ph ? "missing \"ph\"" : "missing \"name\"";
+      return false;
+    }
+    if (e.ph == "X") return complete(e, error);
+    if (e.ph == "M") return meta(e);
+    if (e.ph == "C") return counter(e);
+    if ((e.ph == "s" || e.ph == "f") && o_.keep_flows) {
+      FlowPoint f;
+      int64_t id = 0;
+      Arg a{"id", e.id, ValueKind::kNumber};
+      arg_as_int(a, &id);
+      f.id = uint64_t(id);
+      f.pid = e.pid;
+      f.tid = e.tid;
+      f.ts = e.ts;
+      f.start = e.ph == "s";
+      t_.flows.push_back(f);
+    }
+    return true;
+  }
+
+  void finish();
+
+ private:
+  bool complete(const Event& e, std::string* error) {
+    if (!e.has_ts || !e.has_dur || !e.has_pid || !e.has_tid) {
+      *error = std::string("complete event \"") + std::string(e.name) + "\" lacks " +
+               (!e.has_ts ? "\"ts\"" : !e.has_dur ? "\"dur\"" : !e.has_pid ? "\"pid\"" : "\"tid\"");
+      return false;
+    }
+    Slice s;
+    s.ts = e.ts;
+    s.dur = e.dur;
+    s.pid = e.pid;
+    s.tid = e.tid;
+    s.corr = corr_of(e);
+    s.cat_name = t_.strings.intern(e.cat);
+    const bool device = e.cat == "Kernel" || e.cat == "Memcpy";
+    if (e.cat == "Session" && e.name == "model_run") {
+      s.name = t_.strings.intern(e.name);
+      Run r;
+      r.slice = s;
+      t_.runs.push_back(r);
+    } else if (e.cat == "Node") {
+      if (ends_with(e.name, "_fence_before") || ends_with(e.name, "_fence_after")) return true;
+      std::string_view n = e.name;
+      if (ends_with(n, kKernelTime)) n.remove_suffix(kKernelTime.size());
+      s.name = t_.strings.intern(n);
+      if (const Arg* a = e.arg("op_name")) s.op = t_.strings.intern(a->value);
+      if (const Arg* a = e.arg("provider")) s.provider = t_.strings.intern(a->value);
+      const int32_t node = int32_t(t_.nodes.size());
+      for (const Arg& a : e.args) {
+        double v;
+        if (is_descriptive_arg(a.key) || !arg_as_double(a, &v)) continue;
+        t_.counters.push_back({t_.strings.intern(a.key), v, node});
+      }
+      t_.nodes.push_back(s);
+    } else if (device) {
+      s.name = t_.strings.intern(e.name);
+      if (const Arg* a = e.arg("op_name")) s.op = t_.strings.intern(a->value);
+      if (const Arg* a = e.arg("parent_name")) s.parent = t_.strings.intern(a->value);
+      t_.devices.push_back(s);
+    } else if (o_.keep_others) {
+      s.name = t_.strings.intern(e.name);
+      t_.others.push_back(s);
+    }
+    return true;
+  }
+
+  bool meta(const Event& e) {
+    const Arg* n = e.arg("name");
+    if (e.name == "process_name" && n) t_.process_names[e.pid] = std::string(n->value);
+    if (e.name == "thread_name" && n) t_.thread_names[{e.pid, e.tid}] = std::string(n->value);
+    if (e.name == "epprof_metadata") {
+      t_.epprof = true;
+      int64_t v;
+      if (const Arg* a = e.arg("warmup"); a && arg_as_int(*a, &v)) t_.warmup[e.pid] = int(v);
+      if (const Arg* a = e.arg("t0_epoch_ns"); a && arg_as_int(*a, &v)) t_.t0_epoch_ns[e.pid] = v;
+    }
+    return true;
+  }
+
+  bool counter(const Event& e) {
+    const uint64_t corr = corr_of(e);
+    for (const Arg& a : e.args) {
+      double v;
+      if (a.key == "correlation_id" || !arg_as_double(a, &v)) continue;
+      std::string name(e.name);
+      if (a.key != "value") name += "." + std::string(a.key);
+      pending_counters_.push_back({{t_.strings.intern(name), v, -1}, e.pid, e.tid, e.ts, corr});
+    }
+    return true;
+  }
+
+  struct PendingCounter {
+    CounterSample sample;
+    int64_t pid, tid;
+    double ts;
+    uint64_t corr;
+  };
+
+  const LoadOptions& o_;
+  Trace& t_;
+  std::vector<PendingCounter> pending_counters_;
+};
+
+// Index of the run (same pid) whose interval holds ts, or -1.
+class RunIndex {
+ public:
+  explicit RunIndex(const std::vector<Run>& runs) : runs_(runs) {
+    for (size_t i = 0; i < runs.size(); ++i) by_pid_[runs[i].slice.pid].push_back(int32_t(i));
+  }
+  int32_t find(int64_t pid, double ts) const {
+    auto it = by_pid_.find(pid);
+    if (it == by_pid_.end()) return -1;
+    const auto& v = it->second;  // sorted by start time
+    auto pos = std::upper_bound(v.begin(), v.end(), ts,
+                                [&](double t, int32_t r) { return t < runs_[size_t(r)].slice.ts; });
+    // Runs of one process may overlap (several threads): look back a little.
+    for (int back = 0; pos != v.begin() && back < 8; ++back) {
+      --pos;
+      const Slice& s = runs_[size_t(*pos)].slice;
+      if (ts <= s.ts + s.dur + 1e-3) return *pos;
+    }
+    return -1;
+  }
+
+ private:
+  const std::vector<Run>& runs_;
+  std::map<int64_t, std::vector<int32_t>> by_pid_;
+};
+
+void Loader::finish() {
+  std::stable_sort(t_.runs.begin(), t_.runs.end(), [](const Run& a, const Run& b) {
+    return a.slice.pid != b.slice.pid ? a.slice.pid < b.slice.pid : a.slice.ts < b.slice.ts;
+  });
+  std::map<int64_t, int> seen;
+  for (Run& r : t_.runs) {
+    r.index_in_pid = seen[r.slice.pid]++;
+    int skip = o_.skip_runs;
+    if (skip < 0) {
+      auto it = t_.warmup.find(r.slice.pid);
+      skip = it == t_.warmup.end() ? 0 : it->second;
+    }
+    r.measured = r.index_in_pid >= skip;
+  }
+  RunIndex runs(t_.runs);
+  std::unordered_map<uint64_t, int32_t> by_corr;  // (pid, corr) folded
+  std::map<std::pair<int64_t, uint32_t>, std::vector<int32_t>> by_name;
+  auto key = [](int64_t pid, uint64_t corr) { return corr * 1000003u ^ uint64_t(pid); };
+  for (size_t i = 0; i < t_.nodes.size(); ++i) {
+    Slice& n = t_.nodes[i];
+    n.run = runs.find(n.pid, n.ts);
+    if (n.corr) by_corr[key(n.pid, n.corr)] = int32_t(i);
+    by_name[{n.pid, n.name}].push_back(int32_t(i));  // in file order, which is time order per thread
+  }
+  for (auto& [k, v] : by_name)
+    std::sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return t_.nodes[size_t(a)].ts < t_.nodes[size_t(b)].ts; });
+  auto node_by_corr = [&](int64_t pid, uint64_t corr) -> int32_t {
+    auto it = by_corr.find(key(pid, corr));
+    if (it == by_corr.end()) return -1;
+    const Slice& n = t_.nodes[size_t(it->second)];
+    return n.pid == pid && n.corr == corr ? it->second : -1;
+  };
+  for (Slice& d : t_.devices) {
+    if (d.corr) d.node = node_by_corr(d.pid, d.corr);
+    if (d.node < 0 && !d.corr && d.parent != kNoString) {
+      // ONNX Runtime style: no correlation id; the last run of the parent
+      // node that started before this device work.
+      std::string_view parent = t_.strings.at(d.parent);
+      if (ends_with(parent, kKernelTime)) parent.remove_suffix(kKernelTime.size());
+      uint32_t pid_name = t_.strings.find(parent);
+      auto it = by_name.find({d.pid, pid_name});
+      if (it != by_name.end()) {
+        const auto& v = it->second;
+        auto pos = std::upper_bound(v.begin(), v.end(), d.ts,
+                                    [&](double ts, int32_t n) { return ts < t_.nodes[size_t(n)].ts; });
+        if (pos != v.begin()) d.node = *(pos - 1);
+      }
+    }
+    if (d.node >= 0) {
+      d.run = t_.nodes[size_t(d.node)].run;
+      if (d.op == kNoString) d.op = t_.nodes[size_t(d.node)].op;
+    } else {
+      d.run = runs.find(d.pid, d.ts);
+    }
+  }
+  // Counter samples: by correlation id, else the node running on that
+  // thread at that moment.
+  std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> by_track;
+  if (!pending_counters_.empty()) {
+    for (size_t i = 0; i < t_.nodes.size(); ++i) by_track[{t_.nodes[i].pid, t_.nodes[i].tid}].push_back(int32_t(i));
+    for (auto& [k, v] : by_track)
+      std::sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return t_.nodes[size_t(a)].ts < t_.nodes[size_t(b)].ts; });
+  }
+  for (PendingCounter& c : pending_counters_) {
+    int32_t node = c.corr ? node_by_corr(c.pid, c.corr) : -1;
+    auto it = by_track.find({c.pid, c.tid});
+    if (node < 0 && it != by_track.end()) {
+      const auto& v = it->second;
+      auto pos = std::upper_bound(v.begin(), v.end(), c.ts,
+                                  [&](double ts, int32_t n) { return ts < t_.nodes[size_t(n)].ts; });
+      if (pos != v.begin()) {
+        const Slice& n = t_.nodes[size_t(*(pos - 1))];
+        if (c.ts <= n.ts + n.dur) node = *(pos - 1);
+      }
+    }
+    c.sample.node = node;
+    t_.counters.push_back(c.sample);
+  }
+  pending_counters_.clear();
+}
+
+bool load_common(const std::function<ReadResult(const EventCallback&, const ReadOptions&)>& read,
+                 const LoadOptions& options, Trace* trace, std::string* error) {
+  Loader loader(options, trace);
+  ReadOptions ro;
+  ro.progress = options.progress;
+  ReadResult r = read([&](const Event& e, std::string* err) { return loader.on_event(e, err); }, ro);
+  if (!r.ok) {
+    *error = r.error;
+    return false;
+  }
+  trace->events = r.events;
+  trace->bytes = r.bytes;
+  loader.finish();
+  return true;
+}
+
+}  // namespace
+
+bool load_trace(const std::string& path, const LoadOptions& options, Trace* trace, std::string* error) {
+  return load_common([&](const EventCallback& cb, const ReadOptions& ro) { return read_trace_file(path, cb, ro); },
+                     options, trace, error);
+}
+
+bool load_trace_buffer(std::string_view data, const LoadOptions& options, Trace* trace, std::string* error) {
+  return load_common([&](const EventCallback& cb, const ReadOptions& ro) { return read_trace_buffer(data, cb, ro); },
+                     options, trace, error);
+}
+
+}  // namespace epprof::report

@@ -1,0 +1,226 @@
+#include "report/validate.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+#include "report/reader.h"
+#include "report/trace_model.h"
+
+namespace epprof::report {
+
+uint64_t ValidateResult::total() const {
+  uint64_t n = 0;
+  for (const auto& [k, v] : counts) n += v;
+  return n;
+}
+
+namespace {
+
+struct HostRef {
+  uint32_t name = kNoString, op = kNoString, node_index = kNoString;
+  bool is_node = false;
+  uint64_t index = 0;
+};
+
+struct DeviceRef {
+  int64_t pid = 0;
+  uint64_t corr = 0;
+  uint32_t op = kNoString, node_index = kNoString, parent = kNoString;
+  uint64_t index = 0, offset = 0;
+};
+
+struct Interval {
+  double ts, end;
+  uint64_t index, offset;
+  bool integer;
+};
+
+std::string where(uint64_t index, uint64_t offset) {
+  return "event #" + std::to_string(index) + " (byte " + std::to_string(offset) + ")";
+}
+
+bool is_integer_text(std::string_view s) { return s.find_first_of(".eE") == std::string_view::npos; }
+
+class Validator {
+ public:
+  explicit Validator(size_t max_listed) : max_(max_listed) {}
+
+  void add(const std::string& kind, const std::string& msg) {
+    r_.counts[kind]++;
+    if (r_.violations.size() < max_) r_.violations.push_back({kind, msg});
+  }
+
+  bool on_event(const Event& e) {
+    const std::string at = where(e.index, e.offset);
+    for (auto [has, field] : {std::pair{e.has_cat, "cat"}, {e.has_name, "name"}, {e.has_ph, "ph"}})
+      if (!has) add("required-field", at + ": missing \"" + field + "\"");
+    if (!e.has_ph) return true;
+    const std::string name = "\"" + std::string(e.name) + "\"";
+    auto need = [&](bool has, const char* field) {
+      if (!has) add("required-field", at + " " + name + " (ph " + std::string(e.ph) + "): missing \"" + field + "\"");
+      return has;
+    };
+    if (e.ph == "X") {
+      bool ok = need(e.has_pid, "pid") & need(e.has_tid, "tid") & need(e.has_ts, "ts") & need(e.has_dur, "dur");
+      if (!ok) return true;
+      if (e.dur < 0) add("negative-duration", at + " " + name + ": dur " + std::string(e.dur_raw) + " < 0");
+      auto [it, fresh] = last_ts_.try_emplace({e.pid, e.tid}, e.ts);
+      if (!fresh) {
+        if (e.ts < it->second)
+          add("track-order", at + " " + name + " on track pid " + std::to_string(e.pid) + " tid " +
+                                 std::to_string(e.tid) + ": ts " + std::string(e.ts_raw) +
+                                 " is before the previous event's ts on that track");
+        else
+          it->second = e.ts;
+      }
+      complete(e, at);
+    } else if (e.ph == "s" || e.ph == "f" || e.ph == "t") {
+      need(e.has_pid, "pid");
+      need(e.has_ts, "ts");
+      if (need(!e.id.empty(), "id")) (e.ph == "s" ? flow_starts_ : flow_ends_)[std::string(e.id)]++;
+    } else if (e.ph == "M") {
+      need(e.has_pid, "pid");
+      if (e.name == "epprof_metadata") epprof_ = true;
+    } else if (e.ph == "B" || e.ph == "E" || e.ph == "i" || e.ph == "I" || e.ph == "C") {
+      need(e.has_pid, "pid");
+      need(e.has_ts, "ts");
+    }
+    return true;
+  }
+
+  void complete(const Event& e, const std::string& at) {
+    int64_t corr_i = 0;
+    const Arg* c = e.arg("correlation_id");
+    const bool has_corr = c && arg_as_int(*c, &corr_i);
+    if (c && !has_corr) add("correlation", at + ": correlation_id \"" + std::string(c->value) + "\" is not an integer");
+    const bool device = e.cat == "Kernel" || e.cat == "Memcpy";
+    auto id_of = [&](const char* key) {
+      const Arg* a = e.arg(key);
+      return a ? strings_.intern(a->value) : kNoString;
+    };
+    if (device) {
+      const Arg* un = e.arg("unattributed");
+      if (un && un->value == "true") return;  // the writer says it could not attribute it
+      if (!has_corr) {
+        devices_without_corr_.push_back(at + " \"" + std::string(e.name) + "\"");
+        return;
+      }
+      devices_.push_back({e.pid, uint64_t(corr_i), id_of("op_name"), id_of("node_index"), id_of("parent_name"),
+                          e.index, e.offset});
+      return;
+    }
+    if (e.cat == "Session" && e.name == "model_run")
+      runs_[e.pid].push_back({e.ts, e.ts + e.dur, e.index, e.offset,
+                              is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)});
+    const bool node = e.cat == "Node";
+    if (node) nodes_.push_back({e.pid, {e.ts, e.ts + e.dur, e.index, e.offset, false}});
+    if (has_corr) {
+      HostRef h;
+      h.name = strings_.intern(e.name);
+      h.is_node = node;
+      h.op = id_of("op_name");
+      h.node_index = id_of("node_index");
+      h.index = e.index;
+      auto [it, fresh] = hosts_.try_emplace(key(e.pid, uint64_t(corr_i)), h);
+      if (!fresh)
+        add("correlation", at + ": correlation_id " + std::to_string(corr_i) + " is already used by host event #" +
+                               std::to_string(it->second.index));
+    }
+  }
+
+  ValidateResult finish() {
+    auto str = [&](uint32_t id) { return id == kNoString ? std::string("(none)") : strings_.at(id); };
+    for (const DeviceRef& d : devices_) {
+      const std::string at = where(d.index, d.offset);
+      auto it = hosts_.find(key(d.pid, d.corr));
+      if (it == hosts_.end()) {
+        add("correlation", at + ": correlation_id " + std::to_string(d.corr) +
+                               " resolves to no host event of process " + std::to_string(d.pid));
+        continue;
+      }
+      const HostRef& h = it->second;
+      auto check = [&](const char* field, uint32_t dev, uint32_t want) {
+        if (dev != want)
+          add("attribution", at + ": " + field + " \"" + str(dev) + "\" but host event #" +
+                                 std::to_string(h.index) + " (correlation_id " + std::to_string(d.corr) + ") has \"" +
+                                 str(want) + "\"");
+      };
+      check("parent_name", d.parent, h.name);
+      if (h.is_node) {
+        check("op_name", d.op, h.op);
+        check("node_index", d.node_index, h.node_index);
+      }
+    }
+    // Device events with no correlation id: an epprof trace always attributes.
+    if (epprof_)
+      for (const std::string& at : devices_without_corr_) add("correlation", at + ": device event has no correlation_id");
+    for (auto& [pid, v] : runs_)
+      std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.ts < b.ts; });
+    for (const auto& [pid, n] : nodes_) {
+      auto it = runs_.find(pid);
+      const std::string at = where(n.index, n.offset);
+      if (it == runs_.end()) {
+        add("nesting", at + ": node event in process " + std::to_string(pid) + ", which has no model_run");
+        continue;
+      }
+      const auto& v = it->second;
+      auto pos = std::upper_bound(v.begin(), v.end(), n.ts + 1.0, [](double t, const Interval& r) { return t < r.ts; });
+      bool inside = false;
+      for (int back = 0; pos != v.begin() && back < 8 && !inside; ++back) {
+        --pos;
+        const double tol = pos->integer ? 1.0 : 2e-3;
+        inside = n.ts >= pos->ts - tol && n.end <= pos->end + tol;
+      }
+      if (!inside) add("nesting", at + ": node event [" + std::to_string(n.ts) + ", " + std::to_string(n.end) +
+                                      "] us is not inside any model_run of process " + std::to_string(pid));
+    }
+    for (const auto& [id, n] : flow_starts_)
+      if (!flow_ends_.count(id)) add("flow", "flow id " + id + " starts but never finishes");
+    for (const auto& [id, n] : flow_ends_)
+      if (!flow_starts_.count(id)) add("flow", "flow id " + id + " finishes but never starts");
+    return std::move(r_);
+  }
+
+  ValidateResult r_;
+
+ private:
+  static uint64_t key(int64_t pid, uint64_t corr) { return corr * 0x9E3779B97F4A7C15ull ^ uint64_t(pid); }
+
+  size_t max_;
+  bool epprof_ = false;
+  StringTable strings_;
+  std::map<std::pair<int64_t, int64_t>, double> last_ts_;
+  std::unordered_map<uint64_t, HostRef> hosts_;
+  std::vector<DeviceRef> devices_;
+  std::vector<std::string> devices_without_corr_;
+  std::map<int64_t, std::vector<Interval>> runs_;
+  std::vector<std::pair<int64_t, Interval>> nodes_;
+  std::map<std::string, uint64_t> flow_starts_, flow_ends_;
+};
+
+ValidateResult run(const std::function<ReadResult(const EventCallback&)>& read, size_t max_listed) {
+  Validator v(max_listed);
+  ReadResult rr = read([&](const Event& e, std::string*) { return v.on_event(e); });
+  if (!rr.ok) {
+    v.add("json", rr.error);
+    v.r_.readable = false;
+    v.r_.events = rr.events;
+    return std::move(v.r_);
+  }
+  ValidateResult r = v.finish();
+  r.events = rr.events;
+  return r;
+}
+
+}  // namespace
+
+ValidateResult validate_trace(const std::string& path, size_t max_listed) {
+  return run([&](const EventCallback& cb) { return read_trace_file(path, cb); }, max_listed);
+}
+
+ValidateResult validate_trace_buffer(const std::string& data, size_t max_listed) {
+  return run([&](const EventCallback& cb) { return read_trace_buffer(data, cb); }, max_listed);
+}
+
+}  // namespace epprof::report

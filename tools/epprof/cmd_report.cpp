@@ -1,0 +1,141 @@
+// `epprof report TRACE`: summary tables of an epprof trace or an ONNX
+// Runtime profile, as text, CSV, JSON or a self-contained HTML page.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cli.h"
+#include "report/format.h"
+#include "report/report.h"
+#include "report/trace_model.h"
+#include "trace_progress.h"
+
+namespace epprof::cli {
+namespace {
+
+constexpr const char* kCommand = "report";
+
+void print_help() {
+  std::printf(
+      "usage: epprof report TRACE [options]\n"
+      "\n"
+      "Summarises a trace written by epprof, or a profile written by ONNX Runtime\n"
+      "(a JSON array of events, or an object with \"traceEvents\").\n"
+      "\n"
+      "Tables (durations in microseconds):\n"
+      "  by op|node|provider|kernel: count, total, mean, p50, p90, p99 and %% of the\n"
+      "      measured model_run time. Node tables use the Node events (ONNX Runtime's\n"
+      "      fence events are left out); the kernel table uses device events (cat\n"
+      "      Kernel or Memcpy). Percentiles are nearest-rank over the individual\n"
+      "      slices of all measured runs (for --by node: one slice per run).\n"
+      "  host vs device time per node: a device event counts for the node whose\n"
+      "      correlation_id it carries (or, without one, its parent_name).\n"
+      "  counters per op, when the trace has any: numeric args of node events that\n"
+      "      are not descriptive (op_name, sizes, shapes, ...) and \"ph\":\"C\" counter\n"
+      "      events, attributed by correlation_id or to the node running on that\n"
+      "      thread at that time.\n"
+      "Warm-up runs (the \"warmup\" field of the epprof_metadata record) are left out.\n"
+      "\n"
+      "options:\n"
+      "  --by KEY           op (default), node, provider or kernel\n"
+      "  --format FMT       text (default), csv, json or html\n"
+      "  --top N            only the N rows with the largest total (default: all)\n"
+      "  --skip-runs N      leave out the first N model_runs of each process\n"
+      "                     (default: the trace's warm-up count, 0 if none)\n"
+      "  -o, --output PATH  write to PATH instead of standard output\n"
+      "  -h, --help         show this help\n"
+      "\n"
+      "Progress is shown on stderr for traces that take over a second, when\n"
+      "stderr is a terminal.\n"
+      "\n"
+      "Exit status: 0 on success, 1 if the trace cannot be read (the message\n"
+      "names the byte offset or event index), 2 for a bad command line.\n");
+}
+
+struct Options {
+  std::string trace, output;
+  report::GroupBy by = report::GroupBy::kOp;
+  report::Format format = report::Format::kText;
+  int64_t top = 0;
+  int64_t skip_runs = -1;
+};
+
+}  // namespace
+
+int run_report(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "-h" || a == "--help") {
+      print_help();
+      return kExitOk;
+    } else if (a == "--by") {
+      if (!v || !report::parse_group(v, &o.by)) return usage_error(kCommand, "--by needs op, node, provider or kernel");
+      ++i;
+    } else if (a == "--format") {
+      if (!v || !report::parse_format(v, &o.format)) return usage_error(kCommand, "--format needs text, csv, json or html");
+      ++i;
+    } else if (a == "--top") {
+      if (!v || !parse_int(v, 1, 1000000000, &o.top)) return usage_error(kCommand, "--top needs a positive integer");
+      ++i;
+    } else if (a == "--skip-runs") {
+      if (!v || !parse_int(v, 0, 1000000000, &o.skip_runs)) return usage_error(kCommand, "--skip-runs needs an integer >= 0");
+      ++i;
+    } else if (a == "-o" || a == "--output") {
+      if (!v || !*v) return usage_error(kCommand, a + " needs a path");
+      o.output = v;
+      ++i;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error(kCommand, "unknown option '" + a + "'");
+    } else if (o.trace.empty()) {
+      o.trace = a;
+    } else {
+      return usage_error(kCommand, "more than one trace given ('" + o.trace + "' and '" + a + "')");
+    }
+  }
+  if (o.trace.empty()) return usage_error(kCommand, "no trace given");
+
+  report::Trace trace;
+  std::string error;
+  {
+    TraceProgress progress("reading " + o.trace);
+    report::LoadOptions lo;
+    lo.skip_runs = int(o.skip_runs);
+    lo.progress = progress.callback();
+    lo.keep_others = lo.keep_flows = o.format == report::Format::kHtml;
+    if (!report::load_trace(o.trace, lo, &trace, &error)) {
+      std::fprintf(stderr, "epprof report: %s\n", error.c_str());
+      return kExitError;
+    }
+  }
+  report::ReportOptions ro;
+  ro.by = o.by;
+  ro.top = size_t(o.top);
+  report::Report rep = report::build_report(trace, ro);
+  rep.source = o.trace;
+  std::string out;
+  if (o.format == report::Format::kHtml)
+    report::write_html(trace, rep, &out);
+  else
+    report::write_report(rep, o.format, &out);
+
+  FILE* f = o.output.empty() ? stdout : std::fopen(o.output.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "epprof report: cannot create '%s': %s\n", o.output.c_str(), std::strerror(errno));
+    return kExitError;
+  }
+  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size() && std::fflush(f) == 0;
+  if (f != stdout && std::fclose(f) != 0) {
+    std::fprintf(stderr, "epprof report: cannot write '%s'\n", o.output.c_str());
+    return kExitError;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "epprof report: write error\n");
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace epprof::cli
