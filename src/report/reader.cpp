@@ -127,6 +127,10 @@ class Input {
   std::string io_error_;
 };
 
+// One event (or other top-level value) may not exceed this: a file with an
+// unbalanced bracket would otherwise be buffered whole.
+constexpr size_t kMaxValueBytes = size_t(256) << 20;
+
 inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // Finds the end of the string whose opening quote is at d[i]. Returns the
@@ -250,6 +254,10 @@ class Reader {
     for (;;) {
       size_t end = scan_value(in_.data(), pos, in_.size());
       if (end) return end;
+      if (in_.size() - pos > kMaxValueBytes) {
+        too_big_ = true;
+        return 0;
+      }
       if (!in_.refill(pos)) return 0;
     }
   }
@@ -275,9 +283,12 @@ class Reader {
                     " is not an object (found " + describe_byte(c) + ")");
       const uint64_t start = offset(pos);
       size_t end = extent(pos);
+      if (!end && too_big_)
+        return fail("event #" + std::to_string(index_) + " at byte " + std::to_string(start) + " is larger than " +
+                    std::to_string(kMaxValueBytes >> 20) + " MiB: an unbalanced bracket or quote?");
       if (!end)
-        return fail("unexpected end of file inside event #" + std::to_string(index_) +
-                    " (it starts at byte " + std::to_string(start) + "): the file is truncated");
+        return fail("unexpected end of file inside event #" + std::to_string(index_) + " (it starts at byte " +
+                    std::to_string(start) + "): the file is truncated, or a bracket or quote is unbalanced");
       if (!parse_event(in_.data() + pos, end - pos, start)) return;
       pos = end;
       ++index_;
@@ -498,6 +509,7 @@ class Reader {
   std::vector<Arg> args_buf_, extra_buf_;
   uint64_t index_ = 0;
   uint64_t last_progress_ = 0;
+  bool too_big_ = false;
   bool ok_ = true;
   bool stopped_ = false;
   bool stopped_error_ = false;
