@@ -43,7 +43,12 @@ class Profiler {
   // Under the registry's lock.
   void append(const std::vector<CommandRecord>& records) {
     auto it = t_stacks.find(serial_);
-    if (it == t_stacks.end() || it->second.empty()) return;  // not inside one of our events
+    if (it == t_stacks.end() || it->second.empty()) {
+      // Issued outside every event of this scope (another scope's run on
+      // another thread): not ours to trace, but counted in the metadata.
+      outside_scope_ += records.size();
+      return;
+    }
     for (const auto& r : records) tagged_.push_back(Tagged{it->second.back(), r});
   }
 
@@ -125,6 +130,7 @@ class Profiler {
         {"clock_error_start_ns", std::to_string(cal_start_.error_ns)},
         {"clock_error_end_ns", std::to_string(cal_end.error_ns)},
         {"device_commands", std::to_string(tagged_.size())},
+        {"device_commands_outside_scope", std::to_string(outside_scope_)},
     };
     for (const auto& kv : meta)
       if (epprof_status* st = host->sink_set_metadata(sink, kv.first.c_str(), kv.second.c_str())) return st;
@@ -186,6 +192,7 @@ class Profiler {
   int64_t host_start_ns_ = 0;
   ClockSample cal_start_;
   std::vector<Tagged> tagged_;  // appended under the registry's lock
+  uint64_t outside_scope_ = 0;  // commands of no event of this scope; under the registry's lock
 };
 
 void Registry::add(Profiler* p) {

@@ -13,6 +13,7 @@
 #include "core/threads.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
+#include "session/annotations.h"
 
 namespace epprof::core {
 namespace {
@@ -98,6 +99,9 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
 
   // 2. Host events, merged by time from every stream and spilled run.
   exporter::ChromeTraceSink sink(file_->fd(), config_.integer_timestamps);
+  // Args attached after the fact (counter values): on the first host event
+  // with the id, and for a NODE event also as counter tracks.
+  session::Annotations notes = session::take_annotations(this);
   Merger merger(recorder_.finish());
   const auto& streams = recorder_.streams();
   uint64_t host_events = 0;
@@ -108,7 +112,18 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
     const int64_t tid = streams[stream]->tid;
     const int64_t ts = conv.to_ns(r->ts) - t0;
     const int64_t dur = (r->flags & kRecordDurationNs) ? int64_t(r->dur) : conv.duration_ns(r->dur);
-    sink.host_event({r->category, name_view, pid, tid, ts, dur, r->correlation_id, r});
+    const std::vector<exporter::ExtraArg>* extra = nullptr;
+    if (!notes.empty()) {
+      auto note = notes.find(r->correlation_id);
+      if (note != notes.end() && !note->second.empty()) extra = &note->second;
+    }
+    sink.host_event({r->category, name_view, pid, tid, ts, dur, r->correlation_id, r, extra});
+    if (extra) {
+      if (r->category == EPPROF_CATEGORY_NODE)
+        for (const auto& x : *extra)
+          if (x.number) sink.counter(pid, tid, ts, x.key, x.value);
+      notes.erase(r->correlation_id);
+    }
     ++host_events;
     if (!attribution.empty()) {
       auto it = attribution.find(r->correlation_id);
@@ -119,13 +134,19 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
   }
 
   // 3. Device events with their attribution, and a flow from each node.
+  // Device work with no id, or an id no host event of this scope has, is
+  // kept, marked unattributed and counted.
   uint64_t unattributed = 0, flow_id = 0;
+  static const Attribution kNoId{};
   for (const DeviceEvent& d : device) {
     const epprof_event& e = *d.event;
     const Attribution* a = nullptr;
     if (e.correlation_id) {
       a = &attribution.at(e.correlation_id);
       if (!a->resolved) ++unattributed;
+    } else if (is_device_category(e.category)) {
+      a = &kNoId;
+      ++unattributed;
     }
     sink.device_event({uint8_t(e.category), e.name, is_device_category(e.category) ? pid : e.pid,
                        d.tid, e.ts_ns, e.dur_ns, &e.keys, &e.values, a});

@@ -82,10 +82,30 @@ void ChromeTraceSink::host_event(const HostEventOut& e) {
       w_.string(a.str);
     }
   }
+  if (e.extra_args) {
+    for (const ExtraArg& x : *e.extra_args) {
+      if (!first) w_.raw(',');
+      first = false;
+      w_.string(x.key);
+      w_.raw(':');
+      w_.string(x.value);
+    }
+  }
   if (!first) w_.raw(',');
   w_.raw("\"correlation_id\":\"");
   w_.u64(e.correlation_id);
   w_.raw("\"}}");
+}
+
+void ChromeTraceSink::counter(int64_t pid, int64_t tid, int64_t ts_ns, std::string_view name,
+                              std::string_view numeric_value) {
+  // Counter tracks need numbers: the caller checked the value is one.
+  common("Counter", name, pid, tid, ts_ns);
+  w_.raw(",\"ph\":\"C\",\"args\":{");
+  w_.string(name);
+  w_.raw(':');
+  w_.raw(numeric_value);
+  w_.raw("}}");
 }
 
 void ChromeTraceSink::device_event(const DeviceEventOut& e) {
@@ -112,11 +132,13 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
     field(k, (*e.values)[i]);
   }
   if (a) {
-    if (!first) w_.raw(',');
-    first = false;
-    w_.raw("\"correlation_id\":\"");
-    w_.u64(a->correlation_id);
-    w_.raw('"');
+    if (a->correlation_id) {  // 0: the device event came with no id
+      if (!first) w_.raw(',');
+      first = false;
+      w_.raw("\"correlation_id\":\"");
+      w_.u64(a->correlation_id);
+      w_.raw('"');
+    }
     if (a->is_node) {
       field("op_name", a->op_name);
       field("node_index", a->node_index);

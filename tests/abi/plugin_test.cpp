@@ -35,6 +35,7 @@ struct FakeProfiler {
   std::vector<Kernel> kernels;
   bool fail_start_event = false;
   bool fail_end_after_first = false;
+  bool stray_kernels = false;
 };
 
 struct FakePlugin {
@@ -42,6 +43,7 @@ struct FakePlugin {
   FakeClock clock;
   bool fail_start_event = false;
   bool fail_end_after_first = false;
+  bool stray_kernels = false;  // also report kernels whose ids have no host event
   int released_profilers = 0;
   bool released = false;
 };
@@ -74,6 +76,11 @@ epprof_status* fake_stop_event(epprof_ep_profiler* self, uint64_t id, const eppr
 }
 epprof_status* fake_end_profiling(epprof_ep_profiler* self, epprof_event_sink* sink) {
   auto* p = reinterpret_cast<FakeProfiler*>(self);
+  if (p->stray_kernels) {
+    // An id the host never handed out, and no id at all.
+    p->kernels.push_back({epprof_correlation_id_next(), p->ep_start + 10, p->ep_start + 20});
+    p->kernels.push_back({0, p->ep_start + 30, p->ep_start + 40});
+  }
   for (size_t i = 0; i < p->kernels.size(); ++i) {
     const auto& k = p->kernels[i];
     epprof_event* e = nullptr;
@@ -104,6 +111,7 @@ epprof_status* fake_create(epprof_plugin* self, epprof_ep_profiler** out) {
   p->clock = &pl->clock;
   p->fail_start_event = pl->fail_start_event;
   p->fail_end_after_first = pl->fail_end_after_first;
+  p->stray_kernels = pl->stray_kernels;
   *out = &p->base;
   return nullptr;
 }
@@ -258,6 +266,35 @@ TEST(FakePluginProfiling, DeviceEventsAreAttributedAndLinkedByFlows) {
   EXPECT_EQ(kernels, 4);
   EXPECT_EQ(flows_s, 4);
   EXPECT_EQ(flows_f, 4);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, DeviceEventsWithoutAHostEventAreKeptMarkedAndCounted) {
+  auto* pl = new_fake_plugin();
+  pl->stray_kernels = true;
+  Recorded r = run_fake(pl, 3);
+  int attributed = 0, unattributed = 0, flows = 0;
+  for (auto& e : r.events) {
+    if (e.cat == "Flow" && e.ph == "s") ++flows;
+    if (e.cat != "Kernel") continue;
+    if (e.arg("unattributed") == "true") {
+      ++unattributed;
+      EXPECT_FALSE(e.has_arg("op_name")) << "an unattributed kernel got a node's attribution";
+    } else {
+      ++attributed;
+      EXPECT_EQ(e.arg("op_name"), "Gemm");
+    }
+  }
+  EXPECT_EQ(attributed, 3);
+  EXPECT_EQ(unattributed, 2);
+  EXPECT_EQ(flows, 3) << "only attributed kernels get a flow";
+  EXPECT_EQ(r.stats.device_events, 5u);
+  EXPECT_EQ(r.stats.unattributed_device_events, 2u);
+  const epprof::testing::TraceEvent* meta = nullptr;
+  for (auto& e : r.events)
+    if (e.name == "epprof_metadata") meta = &e;
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->arg("unattributed_device_events"), "2");
   delete pl;
 }
 
