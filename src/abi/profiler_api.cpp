@@ -2,6 +2,7 @@
 // process-wide services (interning, ids, clock, thread names).
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "core/profiler.h"
 #include "core/threads.h"
 #include "epprof/profiler.h"
+#include "session/annotations.h"
 
 namespace epprof::abi {
 namespace {
@@ -116,6 +118,16 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_CO
 }
 
 }  // namespace
+
+// For other subsystems' entry points (epprof_event_annotate): runs `fn` on
+// the profiler behind `handle` while it cannot be destroyed.
+bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& fn) {
+  std::lock_guard<std::mutex> lock(g_slots_mu);
+  Profiler* p = find(epprof_profiler_t{handle});
+  if (!p) return false;
+  fn(*p);
+  return true;
+}
 
 [[gnu::noinline]] epprof_status* event_begin(uint64_t handle, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) noexcept {
@@ -319,6 +331,7 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
     s.profiler = nullptr;
     doomed.reset(p);
   }
+  (void)session::take_annotations(doomed.get());  // never written: drop them
   return nullptr;  // `doomed` releases EP instances outside the lock
   EPPROF_API_END
 }

@@ -27,6 +27,8 @@ class ChromeTraceSink final : public TraceSink {
   void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
             int64_t device_ts_ns) override;
   void track_name(const TrackName& t) override;
+  void counter(int64_t pid, int64_t tid, int64_t ts_ns, std::string_view name,
+               std::string_view numeric_value) override;
   void metadata(int64_t pid, const MetadataFields& fields) override;
   bool finish(std::string* error) override;
 

@@ -14,6 +14,15 @@
 
 namespace epprof::exporter {
 
+// An arg attached to a host event after it was recorded
+// (epprof_event_annotate): written after the event's own args. `number`:
+// the value is numeric, so a NODE event also gets a counter track for it.
+struct ExtraArg {
+  std::string key;
+  std::string value;
+  bool number = false;
+};
+
 struct HostEventOut {
   uint8_t category;
   std::string_view name;
@@ -23,6 +32,7 @@ struct HostEventOut {
   int64_t dur_ns;
   uint64_t correlation_id;
   const core::Record* record;  // for its args (core::ArgIterator)
+  const std::vector<ExtraArg>* extra_args = nullptr;  // annotations, or nullptr
 };
 
 // What the host knew about the event that caused a device event.
@@ -100,6 +110,9 @@ class TraceSink {
   virtual void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns,
                     int64_t device_tid, int64_t device_ts_ns) = 0;
   virtual void track_name(const TrackName& t) = 0;
+  // A counter sample ("ph":"C" in Chrome traces): track `name`, at ts.
+  virtual void counter(int64_t /*pid*/, int64_t /*tid*/, int64_t /*ts_ns*/, std::string_view /*name*/,
+                       std::string_view /*numeric_value*/) {}
   virtual void metadata(int64_t pid, const MetadataFields& fields) = 0;
   // Completes the trace; false with *error set when it could not be written.
   virtual bool finish(std::string* error) = 0;
