@@ -13,6 +13,8 @@ packages=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler libopenblas-dev
   # OpenCL plugin (CPU device through PoCL) and hardware counters
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers libpfm4-dev
+  # HTML report test (headless browser)
+  chromium
 )
 
 missing=()

@@ -301,7 +301,8 @@ class Reader {
       }
       if (c != ',')
         return fail("expected ',' or ']' after event #" + std::to_string(index_ - 1) + " at byte " +
-                    std::to_string(offset(pos)) + ", found " + describe_byte(c));
+                    std::to_string(offset(pos)) + ", found " + describe_byte(c) +
+                    (c < 0 ? " (the event array is not closed)" : ""));
       ++pos;
       c = peek(pos);
     }
@@ -310,7 +311,7 @@ class Reader {
   void object(size_t& pos) {
     bool found = false;
     int c = peek(pos);
-    if (c == '}') return fail("the top-level object has no \"traceEvents\" array");
+    if (c == '}') return fail("the top-level object at byte 0 is empty: no \"traceEvents\" array");
     for (;;) {
       if (c != '"')
         return fail("expected a member name at byte " + std::to_string(offset(pos)) + ", found " +
@@ -348,7 +349,8 @@ class Reader {
       ++pos;
       c = peek(pos);
     }
-    if (!found) fail("the top-level object has no \"traceEvents\" array");
+    if (!found)
+      fail("the top-level object (bytes 0 to " + std::to_string(offset(pos)) + ") has no \"traceEvents\" array");
   }
 
   bool bad_event(uint64_t start, const std::string& what) {

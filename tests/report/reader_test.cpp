@@ -1,0 +1,149 @@
+// The streaming reader: both JSON shapes, events across chunk boundaries,
+// and bad input of every kind (clear error, byte offset or event index).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "report/reader.h"
+#include "report/trace_model.h"
+
+namespace epprof::report {
+namespace {
+
+std::vector<std::string> names(std::string_view data, ReadResult* res, size_t chunk = 4096) {
+  std::vector<std::string> out;
+  ReadOptions o;
+  o.chunk_bytes = chunk;
+  *res = read_trace_buffer(data, [&](const Event& e, std::string*) {
+    out.emplace_back(e.name);
+    return true;
+  }, o);
+  return out;
+}
+
+TEST(Reader, BareArrayAndObjectShapeGiveTheSameEvents) {
+  const std::string ev = R"({"cat":"Node","name":"a\"b","pid":1,"tid":2,"ts":1.5,"dur":2,"ph":"X","args":{"op_name":"Conv"}})";
+  ReadResult r1, r2;
+  auto a = names("[" + ev + "," + ev + "]", &r1);
+  auto b = names(R"({"displayTimeUnit":"ns","traceEvents":[)" + ev + "," + ev + R"(],"otherData":{"x":[1,{"y":"]"}]}})", &r2);
+  ASSERT_TRUE(r1.ok) << r1.error;
+  ASSERT_TRUE(r2.ok) << r2.error;
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0], "a\"b");
+}
+
+TEST(Reader, EventFieldsAndArgKinds) {
+  const std::string t = R"([{"cat":"Kernel","name":"k","pid":"7","tid":3,"ts":10.25,"dur":1e1,"ph":"X","id":5,
+    "args":{"s":"x\\y","n":42,"b":true,"z":null,"o":{"k":[1]},"a":[{"float":[1,2]}]}}])";
+  ReadResult r;
+  Event got;
+  std::vector<Arg> args;
+  r = read_trace_buffer(t, [&](const Event& e, std::string*) {
+    got.pid = e.pid, got.tid = e.tid, got.ts = e.ts, got.dur = e.dur;
+    args = e.args;
+    EXPECT_EQ(e.arg("s")->value, "x\\y");
+    EXPECT_EQ(e.arg("s")->kind, ValueKind::kString);
+    EXPECT_EQ(e.arg("n")->value, "42");
+    EXPECT_EQ(e.arg("n")->kind, ValueKind::kNumber);
+    EXPECT_EQ(e.arg("b")->kind, ValueKind::kBool);
+    EXPECT_EQ(e.arg("z")->kind, ValueKind::kNull);
+    EXPECT_EQ(e.arg("o")->value, R"({"k":[1]})");
+    EXPECT_EQ(e.arg("a")->value, R"([{"float":[1,2]}])");
+    EXPECT_EQ(e.id, "5");
+    return true;
+  });
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(got.pid, 7);
+  EXPECT_EQ(got.tid, 3);
+  EXPECT_DOUBLE_EQ(got.ts, 10.25);
+  EXPECT_DOUBLE_EQ(got.dur, 10.0);
+  EXPECT_EQ(args.size(), 6u);
+}
+
+TEST(Reader, EventsAcrossChunkBoundaries) {
+  // Many events of varying size, strings with escaped quotes and brackets,
+  // read with the smallest chunk: every event crosses a boundary somewhere.
+  std::string t = "[\n";
+  std::vector<std::string> want;
+  for (int i = 0; i < 3000; ++i) {
+    std::string name = "n" + std::to_string(i) + std::string(size_t(i % 97), 'x') + "\\\"]}{";
+    want.push_back("n" + std::to_string(i) + std::string(size_t(i % 97), 'x') + "\"]}{");
+    if (i) t += ",\n";
+    t += R"({"cat":"Node","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + std::to_string(i) +
+         R"(,"dur":1,"ph":"X","args":{"k":"\\"}})";
+  }
+  t += "\n]\n";
+  ReadResult r;
+  auto got = names(t, &r, 4096);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(r.events, 3000u);
+}
+
+struct BadCase {
+  const char* label;
+  std::string data;
+  const char* expect;  // substring of the error
+};
+
+TEST(Reader, BadInputGivesAClearError) {
+  const std::string ok_ev = R"({"cat":"Node","name":"a","pid":1,"tid":1,"ts":0,"dur":1,"ph":"X","args":{}})";
+  const std::vector<BadCase> cases = {
+      {"empty", "", "empty"},
+      {"whitespace", "  \n ", "whitespace"},
+      {"binary", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10), "not a trace"},
+      {"truncated", "[" + ok_ev + "," + ok_ev.substr(0, 30), "truncated"},
+      {"unclosed array", "[" + ok_ev, "not closed"},
+      {"invalid json in event", "[" + ok_ev + R"(,{"cat":"Node","name":tru})" + "]", "event #1"},
+      {"not an object", "[" + ok_ev + ",42]", "event #1"},
+      {"missing comma", "[" + ok_ev + " " + ok_ev + "]", "expected ','"},
+      {"trailing garbage", "[" + ok_ev + "] x", "after the end"},
+      {"object without traceEvents", R"({"a":1})", "traceEvents"},
+      {"traceEvents not an array", R"({"traceEvents":{}})", "not an array"},
+      {"pid not integer", R"([{"cat":"a","name":"b","ph":"X","pid":1.5}])", "pid"},
+      {"ts not a number", R"([{"cat":"a","name":"b","ph":"X","ts":"x"}])", "ts"},
+      {"bad utf-8", "[{\"cat\":\"a\",\"name\":\"\xff\xfe\",\"ph\":\"i\"}]", "event #0"},
+  };
+  for (const BadCase& c : cases) {
+    ReadResult r;
+    names(c.data, &r);
+    EXPECT_FALSE(r.ok) << c.label;
+    EXPECT_NE(r.error.find(c.expect), std::string::npos) << c.label << ": " << r.error;
+    if (std::string(c.label) != "empty" && std::string(c.label) != "whitespace") {
+      EXPECT_TRUE(r.error.find("byte") != std::string::npos || r.error.find("event") != std::string::npos)
+          << c.label << ": " << r.error;
+    }
+  }
+}
+
+TEST(Reader, ErrorNamesTheByteOffsetOfTheBadEvent) {
+  const std::string ev = R"({"cat":"Node","name":"a","pid":1,"tid":1,"ts":0,"dur":1,"ph":"X","args":{}})";
+  const std::string t = "[" + ev + "," + R"({"cat":"Node","name":"a","pid":[]})" + "]";
+  ReadResult r;
+  names(t, &r);
+  ASSERT_FALSE(r.ok);
+  const size_t at = 1 + ev.size() + 1;
+  EXPECT_NE(r.error.find("event #1 at byte " + std::to_string(at)), std::string::npos) << r.error;
+}
+
+TEST(Reader, MissingRequiredFieldsFailTheLoad) {
+  Trace t;
+  std::string err;
+  EXPECT_FALSE(load_trace_buffer(R"([{"cat":"Node","name":"a","pid":1,"tid":1,"dur":1,"ph":"X"}])", {}, &t, &err));
+  EXPECT_NE(err.find("\"ts\""), std::string::npos) << err;
+  EXPECT_NE(err.find("event #0"), std::string::npos) << err;
+  Trace t2;
+  EXPECT_FALSE(load_trace_buffer(R"([{"cat":"Node","pid":1}])", {}, &t2, &err));
+  EXPECT_NE(err.find("ph"), std::string::npos) << err;
+}
+
+TEST(Reader, MissingFileIsAnError) {
+  ReadResult r = read_trace_file("/nonexistent/trace.json", [](const Event&, std::string*) { return true; });
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cannot open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace epprof::report

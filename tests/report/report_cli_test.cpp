@@ -1,0 +1,207 @@
+// End to end: traces written by `epprof run` (and a hand-written ONNX
+// Runtime profile) reported by `epprof report`, checked against numbers
+// computed here with an independent JSON parser.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "test_util.h"
+
+namespace epprof::report_test {
+namespace {
+
+using nlohmann::json;
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+double nearest_rank(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t rank = size_t(std::ceil(p / 100.0 * double(v.size())));
+  return v[rank ? rank - 1 : 0];
+}
+
+struct Expected {
+  std::map<std::string, std::vector<double>> by_op;
+  double run_total = 0;
+  size_t runs = 0;
+};
+
+// Node slices of the measured runs (after `warmup`), grouped by op_name.
+Expected expected_by_op(const json& events, int warmup) {
+  std::vector<std::pair<double, double>> runs;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Session" && e["name"] == "model_run")
+      runs.push_back({e["ts"].get<double>(), e["dur"].get<double>()});
+  std::sort(runs.begin(), runs.end());
+  runs.erase(runs.begin(), runs.begin() + warmup);
+  Expected x;
+  x.runs = runs.size();
+  for (const auto& r : runs) x.run_total += r.second;
+  for (const json& e : events) {
+    if (e["ph"] != "X" || e["cat"] != "Node") continue;
+    const std::string name = e["name"];
+    if (ends_with(name, "_fence_before") || ends_with(name, "_fence_after")) continue;
+    const double ts = e["ts"];
+    bool in_run = false;
+    for (const auto& r : runs) in_run = in_run || (ts >= r.first && ts <= r.first + r.second);
+    if (in_run) x.by_op[e["args"]["op_name"]].push_back(e["dur"].get<double>());
+  }
+  return x;
+}
+
+void check_rows(const json& report, const Expected& x) {
+  ASSERT_EQ(report["runs_measured"].get<size_t>(), x.runs);
+  EXPECT_NEAR(report["model_run_total_us"].get<double>(), x.run_total, 0.01);
+  ASSERT_EQ(report["rows"].size(), x.by_op.size());
+  for (const json& row : report["rows"]) {
+    const std::string op = row["key"];
+    ASSERT_TRUE(x.by_op.count(op)) << op;
+    const auto& d = x.by_op.at(op);
+    double total = 0;
+    for (double v : d) total += v;
+    EXPECT_EQ(row["count"].get<size_t>(), d.size()) << op;
+    EXPECT_NEAR(row["total_us"].get<double>(), total, 0.01) << op;
+    EXPECT_NEAR(row["mean_us"].get<double>(), total / double(d.size()), 0.01) << op;
+    EXPECT_NEAR(row["p50_us"].get<double>(), nearest_rank(d, 50), 0.001) << op;
+    EXPECT_NEAR(row["p90_us"].get<double>(), nearest_rank(d, 90), 0.001) << op;
+    EXPECT_NEAR(row["p99_us"].get<double>(), nearest_rank(d, 99), 0.001) << op;
+    EXPECT_NEAR(row["pct_of_run"].get<double>(), 100.0 * total / x.run_total, 0.01) << op;
+  }
+  // Rows sorted by total, largest first.
+  for (size_t i = 1; i < report["rows"].size(); ++i)
+    EXPECT_GE(report["rows"][i - 1]["total_us"].get<double>(), report["rows"][i]["total_us"].get<double>());
+}
+
+TEST(ReportCli, EpprofRunTraceMatchesIndependentNumbers) {
+  TempDir dir;
+  const std::string trace = dir.file("t.json");
+  CmdResult run = run_cmd(cli() + " run --runs 3 --warmup 1 --no-table --plugin " EPPROF_EXAMPLE_PLUGIN_PATH
+                          " --output " + trace);
+  ASSERT_EQ(run.rc, 0) << run.out;
+  CmdResult rep = run_cmd(cli() + " report " + trace + " --format json");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  const json events = load_json(trace);
+  check_rows(json::parse(rep.out), expected_by_op(events, 1));
+
+  // Device time per node: the example plugin's kernels, by correlation id.
+  std::map<std::string, std::string> node_of_corr;  // corr -> node name
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Node") node_of_corr[e["args"]["correlation_id"]] = e["name"];
+  const json r = json::parse(rep.out);
+  std::map<std::string, double> host, device;
+  const Expected x = expected_by_op(events, 1);
+  std::vector<std::pair<double, double>> runs;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["name"] == "model_run") runs.push_back({e["ts"], e["dur"]});
+  std::sort(runs.begin(), runs.end());
+  auto measured = [&](double ts) { return ts >= runs[1].first - 1e-6; };
+  std::map<std::string, double> node_ts;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Node" && measured(e["ts"])) host[e["name"]] += e["dur"].get<double>();
+  std::map<std::string, double> corr_ts;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Node") corr_ts[e["args"]["correlation_id"]] = e["ts"];
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Kernel" && e["args"].contains("op_name")) {
+      const std::string corr = e["args"]["correlation_id"];
+      if (measured(corr_ts.at(corr))) device[node_of_corr.at(corr)] += e["dur"].get<double>();
+    }
+  ASSERT_EQ(r["nodes"].size(), host.size());
+  for (const json& n : r["nodes"]) {
+    const std::string full = n["node"].get<std::string>() + "_kernel_time";
+    EXPECT_NEAR(n["host_us"].get<double>(), host.at(full), 0.01) << full;
+    EXPECT_NEAR(n["device_us"].get<double>(), device.at(full), 0.01) << full;
+    EXPECT_GT(n["device_us"].get<double>(), 0.0) << full;
+  }
+
+  // The text table agrees, aligned: every row as wide as the header rule.
+  CmdResult text = run_cmd(cli() + " report " + trace + " --top 3");
+  ASSERT_EQ(text.rc, 0) << text.out;
+  EXPECT_NE(text.out.find(r["rows"][0]["key"].get<std::string>()), std::string::npos);
+  EXPECT_NE(text.out.find("more rows; see --top"), std::string::npos);
+  CmdResult csv = run_cmd(cli() + " report " + trace + " --format csv --by kernel");
+  ASSERT_EQ(csv.rc, 0) << csv.out;
+  EXPECT_NE(csv.out.find("table,kernel,count,total_us"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("Conv_example_kernel"), std::string::npos) << csv.out;
+}
+
+TEST(ReportCli, OnnxRuntimeProfileIsReportedCorrectly) {
+  const std::string path = std::string(EPPROF_REPORT_DATA_DIR) + "/ort_profile.json";
+  CmdResult rep = run_cmd(cli() + " report " + path + " --format json");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  const json r = json::parse(rep.out);
+  check_rows(r, expected_by_op(load_json(path), 0));
+  EXPECT_EQ(r["runs_measured"], 2);
+  // Fence events are not nodes: Conv ran twice per run.
+  for (const json& row : r["rows"])
+    if (row["key"] == "Conv") {
+      EXPECT_EQ(row["count"], 4);
+    }
+  // CUDA kernels attributed through parent_name.
+  double conv1_device = 0;
+  for (const json& n : r["nodes"])
+    if (n["node"] == "conv1") conv1_device = n["device_us"];
+  EXPECT_NEAR(conv1_device, 201 + 197, 1e-9);
+  CmdResult prov = run_cmd(cli() + " report " + path + " --format json --by provider");
+  ASSERT_EQ(prov.rc, 0) << prov.out;
+  const json p = json::parse(prov.out);
+  ASSERT_EQ(p["rows"].size(), 2u);
+  EXPECT_EQ(p["rows"][0]["key"], "CUDAExecutionProvider");
+  EXPECT_NEAR(p["rows"][0]["total_us"].get<double>(), 310 + 122 + 290 + 131, 1e-9);
+  CmdResult val = run_cmd(cli() + " validate " + path);
+  EXPECT_EQ(val.rc, 0) << val.out;
+}
+
+TEST(ReportCli, ObjectShapeAndCounterEvents) {
+  TempDir dir;
+  const std::string path = dir.file("c.json");
+  write_file(path, R"({"traceEvents":[
+    {"cat":"Session","name":"model_run","pid":1,"tid":1,"ts":0,"dur":100,"ph":"X","args":{}},
+    {"cat":"Node","name":"mm_kernel_time","pid":1,"tid":1,"ts":10,"dur":50,"ph":"X","args":{"op_name":"MatMul","flops":"2000","correlation_id":"3"}},
+    {"cat":"Counter","name":"task-clock","pid":1,"tid":1,"ts":20,"ph":"C","args":{"value":7}},
+    {"cat":"Counter","name":"task-clock","pid":1,"tid":1,"ts":90,"ph":"C","args":{"value":5}}],
+    "displayTimeUnit":"ms"})");
+  CmdResult rep = run_cmd(cli() + " report " + path + " --format json");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  const json r = json::parse(rep.out);
+  ASSERT_EQ(r["rows"].size(), 1u);
+  EXPECT_NEAR(r["rows"][0]["pct_of_run"].get<double>(), 50.0, 1e-9);
+  std::map<std::string, json> c;
+  for (const json& row : r["counters"]) c[row["op"].get<std::string>() + "/" + row["counter"].get<std::string>()] = row;
+  ASSERT_TRUE(c.count("MatMul/flops")) << rep.out;
+  EXPECT_EQ(c["MatMul/flops"]["total"], 2000.0);
+  ASSERT_TRUE(c.count("MatMul/task-clock")) << rep.out;  // ts 20 lies in the node
+  EXPECT_EQ(c["MatMul/task-clock"]["total"], 7.0);
+  ASSERT_TRUE(c.count("(no node)/task-clock")) << rep.out;  // ts 90 does not
+}
+
+TEST(ReportCli, BadInputExitsNonZeroWithTheOffset) {
+  TempDir dir;
+  struct Case { const char* file; std::string data; const char* expect; };
+  const std::vector<Case> cases = {
+      {"empty.json", "", "empty"},
+      {"binary.bin", std::string("\x00\x01\x02\xff\xfe", 5), "not a trace"},
+      {"trunc.json", R"([{"cat":"Node","name":"a","pid":1,"tid":1,"ts":0,"dur":1,"ph":"X","args":{}},{"cat":"No)", "truncated"},
+      {"missing.json", R"([{"cat":"Node","name":"a","pid":1,"tid":1,"dur":1,"ph":"X","args":{}}])", "lacks \"ts\""},
+  };
+  for (const Case& c : cases) {
+    write_file(dir.file(c.file), c.data);
+    for (const char* cmd : {" report ", " validate "}) {
+      CmdResult r = run_cmd(cli() + cmd + dir.file(c.file));
+      EXPECT_EQ(r.rc, 1) << c.file << cmd << r.out;
+      if (std::string(cmd) == " report ") {
+        EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.file << r.out;
+      }
+    }
+  }
+  EXPECT_EQ(run_cmd(cli() + " report").rc, 2);
+  EXPECT_EQ(run_cmd(cli() + " report x --by nothing").rc, 2);
+  EXPECT_EQ(run_cmd(cli() + " report " + dir.file("none.json")).rc, 1);
+}
+
+}  // namespace
+}  // namespace epprof::report_test
