@@ -7,6 +7,7 @@
 #include "epprof/status.h"
 #include "epprof/ep_profiler.h"
 #include "epprof/profiler.h"
+#include "epprof/session.h"
 #include "epprof/counters.h"
 
 #endif /* EPPROF_EPPROF_H */

@@ -1,0 +1,170 @@
+// A profiling session: filters, a bounded multi-producer buffer drained by
+// a delivery thread into the tool's callback, drop accounting, an optional
+// trace file, and the session's part of the dispatch counting service.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "epprof/session.h"
+
+namespace epprof::core {
+class Profiler;
+struct ThreadStream;
+}  // namespace epprof::core
+
+namespace epprof::session {
+
+static_assert(sizeof(epprof_record) == 96, "epprof_record is 96 bytes");
+
+// A regular expression over interned names, evaluated once per name id and
+// remembered (lock-free; entries are written once with the same value).
+class NameRegex {
+ public:
+  NameRegex(const std::string& pattern);  // throws std::regex_error
+  bool matches(uint32_t id) const noexcept;
+
+ private:
+  static constexpr uint32_t kPageBits = 12;
+  static constexpr uint32_t kPages = (1u << 22) >> kPageBits;
+  std::regex re_;
+  // 0 unknown, 1 match, 2 no match
+  mutable std::array<std::atomic<std::atomic<uint8_t>*>, kPages> pages_{};
+  mutable std::mutex alloc_mu_;
+  mutable std::vector<std::unique_ptr<std::atomic<uint8_t>[]>> owned_;
+};
+
+struct Filters {
+  uint32_t categories = 0;
+  uint32_t kinds = 0;
+  std::vector<uint32_t> op_types, node_names, ep_names, counter_names;
+  std::unique_ptr<NameRegex> node_regex, kernel_regex;
+  uint64_t dispatch_skip = 0, dispatch_count = 0;
+
+  // Every filter but the dispatch range.
+  bool accepts(const epprof_record& r) const noexcept;
+  // The name filters only (op type, node, EP, kernel): for dispatches.
+  bool accepts_names(const epprof_record& r) const noexcept;
+  bool in_range(uint64_t ordinal) const noexcept {
+    return ordinal >= dispatch_skip && (dispatch_count == 0 || ordinal - dispatch_skip < dispatch_count);
+  }
+};
+
+struct SessionSettings {
+  epprof_replay_mode replay = EPPROF_REPLAY_NONE;
+  epprof_buffer_policy policy = EPPROF_BUFFER_LOSSLESS;
+  uint64_t capacity_records = 0;   // power of two
+  uint64_t watermark_records = 0;  // 1..capacity
+  epprof_session_callback_fn callback = nullptr;
+  void* callback_user_data = nullptr;
+  std::string trace_path;
+  epprof_dispatch_callback_fn dispatch_callback = nullptr;
+  void* dispatch_user_data = nullptr;
+  epprof_counter_record_fn counter_record_callback = nullptr;
+  void* counter_record_user_data = nullptr;
+};
+
+class Session {
+ public:
+  // Throws std::runtime_error (trace file) or std::bad_alloc.
+  Session(SessionSettings settings, Filters filters);
+  ~Session();  // joins the delivery thread; does not write the trace
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void set_handle(uint64_t h) { handle_ = h; }
+  uint64_t handle() const { return handle_; }
+  const SessionSettings& settings() const { return settings_; }
+  const Filters& filters() const { return filters_; }
+
+  epprof_session_state state() const { return state_.load(std::memory_order_acquire); }
+  void set_state(epprof_session_state s) { state_.store(s, std::memory_order_release); }
+  bool on_delivery_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+  // Producer side (any thread). Applies filters and the dispatch range.
+  void offer(const epprof_record* records, size_t count) noexcept;
+  // Counter records of a dispatch already admitted at query time.
+  void offer_counters(const epprof_record* records, size_t count) noexcept;
+  // Query time: filters and predicted dispatch range for a dispatch.
+  bool admits_dispatch(const epprof_dispatch_info& info) noexcept;
+
+  // Blocks until everything accepted before the call was delivered.
+  void flush();
+  // Writes the trace, if any. Empty on success, else the reason.
+  std::string write_trace();
+  void stats(epprof_session_stats& out) const;
+
+  // APPLICATION / USER replay: the open pass, or -1.
+  std::atomic<int64_t> open_pass{-1};
+  void count_callback_error(const char* what, const std::string& message) noexcept;
+  void count_dispatch(uint64_t counter_records) noexcept {
+    dispatches_counted_.fetch_add(1, std::memory_order_relaxed);
+    counter_records_.fetch_add(counter_records, std::memory_order_relaxed);
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> seq;
+    epprof_record rec;
+  };
+
+  bool try_push(const epprof_record& r) noexcept;
+  void push(const epprof_record& r) noexcept;
+  void wake_delivery() noexcept;
+  void delivery_loop();
+  // Moves what is in the buffer to the callback; with `all`, everything
+  // reserved before the call, waiting for producers still writing.
+  void drain(bool all);
+  void deliver(const epprof_record* records, size_t count, uint64_t dropped);
+  void write_to_trace(const epprof_record* records, size_t count);
+
+  SessionSettings settings_;
+  Filters filters_;
+  uint64_t handle_ = 0;
+  std::atomic<epprof_session_state> state_{EPPROF_SESSION_CREATED};
+
+  // The ring: Vyukov's bounded queue, single consumer.
+  const uint64_t mask_;
+  std::unique_ptr<Slot[]> slots_;
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) std::atomic<uint64_t> head_{0};  // published by the consumer
+  alignas(64) std::atomic<uint64_t> dropped_pending_{0};
+  std::atomic<uint64_t> dropped_total_{0};
+  std::atomic<uint64_t> filtered_{0};
+  std::atomic<uint64_t> producer_waits_{0};
+  std::atomic<uint64_t> dispatch_ordinal_{0};  // NODE events seen at emit
+  std::atomic<uint64_t> query_ordinal_{0};     // dispatches seen at query
+  std::atomic<uint64_t> dispatches_counted_{0};
+  std::atomic<uint64_t> counter_records_{0};
+  std::atomic<uint64_t> callback_errors_{0};
+  std::atomic<bool> warned_{false};
+
+  // Delivery thread.
+  std::atomic<bool> wake_{false};
+  std::atomic<uint32_t> space_waiters_{0};
+  std::mutex mu_;                 // guards the fields below
+  std::condition_variable cv_;    // the delivery thread waits here
+  std::condition_variable done_cv_;  // flushers wait here
+  std::condition_variable space_cv_;  // LOSSLESS producers wait here
+  uint64_t flush_requested_ = 0, flush_done_ = 0;
+  bool quit_ = false;
+  std::vector<epprof_record> batch_;
+  std::atomic<uint64_t> delivered_{0}, callback_calls_{0};
+
+  // Trace (delivery thread only, then write_trace after the join).
+  std::unique_ptr<core::Profiler> trace_;
+  std::unordered_map<uint32_t, core::ThreadStream*> trace_streams_;
+
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace epprof::session

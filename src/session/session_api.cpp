@@ -1,0 +1,545 @@
+// C entry points of epprof/session.h: the session registry, the producer
+// fan-out, and the host side of the dispatch counting service.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include "abi/status.h"
+#include "core/intern.h"
+#include "core/profiler.h"
+#include "epprof/session.h"
+#include "session/annotations.h"
+#include "session/session.h"
+
+namespace epprof::abi {
+bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& fn);
+}
+
+namespace epprof::session {
+namespace {
+
+constexpr uint32_t kMaxSessions = 64;
+constexpr uint64_t kDefaultBufferBytes = 4ull << 20;
+constexpr uint64_t kMinRecords = 64;
+
+// Handle = generation << 6 | slot. Producers pin a slot (users) and then
+// check its active bit; stop clears the bit and waits for users to leave:
+// both sides are seq_cst, so one of them sees the other.
+struct alignas(64) Slot {
+  std::atomic<uint64_t> handle{0};
+  std::atomic<Session*> session{nullptr};
+  std::shared_ptr<Session> owner;  // guarded by g_mu
+  alignas(64) std::atomic<uint32_t> users{0};
+};
+
+Slot g_slots[kMaxSessions];
+std::atomic<uint64_t> g_active_mask{0};
+alignas(64) uint32_t g_active_count = 0;  // read through epprof_session_active_word
+std::mutex g_mu;                          // create/start/stop/destroy
+uint64_t g_generation = 0;
+
+uint32_t slot_of(uint64_t handle) { return uint32_t(handle & (kMaxSessions - 1)); }
+
+// A session that is active (producers) or just valid (control paths).
+class Pin {
+ public:
+  Pin(uint32_t i, uint64_t expect_handle) : slot_(&g_slots[i]) {
+    slot_->users.fetch_add(1, std::memory_order_seq_cst);
+    const bool active = (g_active_mask.load(std::memory_order_seq_cst) >> i) & 1u;
+    if (active && (expect_handle == 0 || slot_->handle.load(std::memory_order_acquire) == expect_handle))
+      session_ = slot_->session.load(std::memory_order_acquire);
+  }
+  ~Pin() { slot_->users.fetch_sub(1, std::memory_order_release); }
+  Pin(const Pin&) = delete;
+  Pin& operator=(const Pin&) = delete;
+  Session* get() const { return session_; }
+
+ private:
+  Slot* slot_;
+  Session* session_ = nullptr;
+};
+
+[[gnu::cold]] epprof_status* not_found(const char* fn) {
+  return abi::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed session handle");
+}
+
+std::shared_ptr<Session> find_locked(epprof_session_t s) {
+  if (s.handle == 0) return nullptr;
+  Slot& slot = g_slots[slot_of(s.handle)];
+  if (slot.handle.load(std::memory_order_relaxed) != s.handle) return nullptr;
+  return slot.owner;
+}
+
+std::shared_ptr<Session> find(epprof_session_t s) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return find_locked(s);
+}
+
+// ACTIVE → STOPPED with g_mu held; the caller then waits for producers.
+void deactivate_locked(Session& s) {
+  const uint32_t i = slot_of(s.handle());
+  g_active_mask.fetch_and(~(uint64_t(1) << i), std::memory_order_seq_cst);
+  __atomic_fetch_sub(&g_active_count, 1u, __ATOMIC_SEQ_CST);
+  s.set_state(EPPROF_SESSION_STOPPED);
+}
+
+void wait_for_producers(uint64_t handle) {
+  Slot& slot = g_slots[slot_of(handle)];
+  while (slot.users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+}
+
+epprof_status* own_callback(const char* fn) {
+  return abi::make_status(EPPROF_FAILED_PRECONDITION,
+                          std::string(fn) + ": called from the session's own callback, which would wait for itself");
+}
+
+// Interns a name list; a NULL entry is an error naming it.
+epprof_status* intern_list(const char* fn, const char* what, const char* const* names, size_t n,
+                           std::vector<uint32_t>& out) {
+  if (n && !names) return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + what + " is NULL with num_" + what + " = " + std::to_string(n));
+  for (size_t i = 0; i < n; ++i) {
+    if (!names[i])
+      return abi::make_status(EPPROF_INVALID_ARGUMENT,
+                              std::string(fn) + ": " + what + "[" + std::to_string(i) + "] is NULL");
+    const uint32_t id = core::intern(names[i]);
+    if (!id) return abi::make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": the string table is full");
+    out.push_back(id);
+  }
+  return nullptr;
+}
+
+epprof_status* compile(const char* fn, const char* what, const char* pattern, std::unique_ptr<NameRegex>& out) {
+  if (!pattern) return nullptr;
+  try {
+    out = std::make_unique<NameRegex>(pattern);
+  } catch (const std::regex_error& e) {
+    return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + what + " '" + pattern +
+                                                         "' is not a valid ECMAScript regular expression: " +
+                                                         e.what());
+  }
+  return nullptr;
+}
+
+uint64_t round_down_pow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p <= v / 2) p *= 2;
+  return p;
+}
+
+// A copy of `in` with interned ids for the names the host gave only as
+// strings, and strings for those it gave only as ids.
+void normalize(const epprof_dispatch_info& in, epprof_dispatch_info& out) {
+  std::memset(&out, 0, sizeof out);
+  std::memcpy(&out, &in, std::min(in.size, sizeof out));
+  out.size = sizeof out;
+  auto fix = [](const char*& s, epprof_name_id& id) {
+    if (!id && s && *s) id = core::intern(s);
+    if (!s) {
+      const std::string* str = id ? core::interned(id) : nullptr;
+      s = str ? str->c_str() : "";
+    }
+  };
+  fix(out.node_name, out.node_name_id);
+  fix(out.op_type, out.op_type_id);
+  fix(out.ep_name, out.ep_name_id);
+  fix(out.kernel_name, out.kernel_name_id);
+  if (!out.device) out.device = "cpu";
+  if (in.size < offsetof(epprof_dispatch_info, node_index) + sizeof(uint32_t))
+    out.node_index = EPPROF_RECORD_NO_NODE;
+}
+
+template <class F>
+void guarded(Session& s, const char* what, F&& call) noexcept {
+  try {
+    if (epprof_status* st = call()) {
+      s.count_callback_error(what, std::string(epprof_status_code_name(epprof_status_get_code(st))) + ": " +
+                                       epprof_status_get_message(st));
+      epprof_status_release(st);
+    }
+  } catch (const std::exception& e) {
+    s.count_callback_error(what, std::string("threw: ") + e.what());
+  } catch (...) {
+    s.count_callback_error(what, "threw a non-standard exception");
+  }
+}
+
+bool is_number(const char* s) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  return end && *end == 0 && std::isfinite(v);
+}
+
+}  // namespace
+}  // namespace epprof::session
+
+using epprof::abi::make_status;
+using epprof::abi::null_argument;
+namespace es = epprof::session;
+
+extern "C" {
+
+EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* config, epprof_session_t* out) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_create";
+  if (!out) return null_argument(fn, "out");
+  if (!config) return null_argument(fn, "config");
+  constexpr size_t kMinSize = offsetof(epprof_session_config, trace_path) + sizeof(const char*);
+  if (config->size < kMinSize)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": config->size (" + std::to_string(config->size) +
+                                                    ") is too small; set it to sizeof(epprof_session_config)");
+  epprof_session_config c{};
+  std::memcpy(&c, config, std::min(config->size, sizeof c));
+  if (c.replay_mode > EPPROF_REPLAY_USER)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown replay_mode " + std::to_string(c.replay_mode));
+  if (c.buffer_policy > EPPROF_BUFFER_DISCARD)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown buffer_policy " + std::to_string(c.buffer_policy));
+  if (!c.callback && !(c.trace_path && *c.trace_path))
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": a session needs a callback or a trace_path");
+  if (c.counter_record_callback && !c.dispatch_callback)
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": counter_record_callback is set but dispatch_callback is not");
+
+  es::SessionSettings st;
+  st.replay = epprof_replay_mode(c.replay_mode);
+  st.policy = epprof_buffer_policy(c.buffer_policy);
+  const uint64_t bytes = c.buffer_bytes ? c.buffer_bytes : es::kDefaultBufferBytes;
+  st.capacity_records = std::max(es::kMinRecords, es::round_down_pow2(bytes / sizeof(epprof_record)));
+  const uint64_t capacity_bytes = st.capacity_records * sizeof(epprof_record);
+  if (c.watermark_bytes > capacity_bytes)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": watermark_bytes (" + std::to_string(c.watermark_bytes) +
+                                                    ") is above the buffer capacity (" + std::to_string(capacity_bytes) +
+                                                    " bytes, " + std::to_string(st.capacity_records) + " records)");
+  st.watermark_records = c.watermark_bytes ? (c.watermark_bytes + sizeof(epprof_record) - 1) / sizeof(epprof_record)
+                                           : st.capacity_records / 2;
+  st.watermark_records = std::min(std::max<uint64_t>(st.watermark_records, 1), st.capacity_records);
+  st.callback = c.callback;
+  st.callback_user_data = c.callback_user_data;
+  if (c.trace_path) st.trace_path = c.trace_path;
+  st.dispatch_callback = c.dispatch_callback;
+  st.dispatch_user_data = c.dispatch_user_data;
+  st.counter_record_callback = c.counter_record_callback;
+  st.counter_record_user_data = c.counter_record_user_data;
+
+  es::Filters f;
+  f.categories = c.categories;
+  f.kinds = c.record_kinds;
+  f.dispatch_skip = c.dispatch_skip;
+  f.dispatch_count = c.dispatch_count;
+  if (epprof_status* e = es::intern_list(fn, "op_types", c.op_types, c.num_op_types, f.op_types)) return e;
+  if (epprof_status* e = es::intern_list(fn, "node_names", c.node_names, c.num_node_names, f.node_names)) return e;
+  if (epprof_status* e = es::intern_list(fn, "ep_names", c.ep_names, c.num_ep_names, f.ep_names)) return e;
+  if (epprof_status* e = es::intern_list(fn, "counter_names", c.counter_names, c.num_counter_names, f.counter_names))
+    return e;
+  if (epprof_status* e = es::compile(fn, "node_name_regex", c.node_name_regex, f.node_regex)) return e;
+  if (epprof_status* e = es::compile(fn, "kernel_name_regex", c.kernel_name_regex, f.kernel_regex)) return e;
+
+  std::lock_guard<std::mutex> lock(es::g_mu);
+  uint32_t free_slot = es::kMaxSessions;
+  for (uint32_t i = 0; i < es::kMaxSessions && free_slot == es::kMaxSessions; ++i)
+    if (es::g_slots[i].handle.load(std::memory_order_relaxed) == 0) free_slot = i;
+  if (free_slot == es::kMaxSessions)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                       std::string(fn) + ": " + std::to_string(es::kMaxSessions) + " sessions exist; destroy one first");
+  std::shared_ptr<es::Session> s;
+  try {
+    s = std::make_shared<es::Session>(std::move(st), std::move(f));
+  } catch (const std::runtime_error& e) {
+    return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + e.what());
+  }
+  const uint64_t h = (++es::g_generation << 6) | free_slot;
+  s->set_handle(h);
+  es::Slot& slot = es::g_slots[free_slot];
+  slot.owner = s;
+  slot.session.store(s.get(), std::memory_order_release);
+  slot.handle.store(h, std::memory_order_release);
+  out->handle = h;
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_start(epprof_session_t session) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_start";
+  std::lock_guard<std::mutex> lock(es::g_mu);
+  auto s = es::find_locked(session);
+  if (!s) return es::not_found(fn);
+  if (s->state() == EPPROF_SESSION_ACTIVE)
+    return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the session is already active");
+  s->set_state(EPPROF_SESSION_ACTIVE);
+  es::g_active_mask.fetch_or(uint64_t(1) << es::slot_of(session.handle), std::memory_order_seq_cst);
+  __atomic_fetch_add(&es::g_active_count, 1u, __ATOMIC_SEQ_CST);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_stop";
+  std::shared_ptr<es::Session> s;
+  {
+    std::lock_guard<std::mutex> lock(es::g_mu);
+    s = es::find_locked(session);
+    if (!s) return es::not_found(fn);
+    if (s->on_delivery_thread()) return es::own_callback(fn);
+    if (s->state() != EPPROF_SESSION_ACTIVE)
+      return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the session is not active");
+    es::deactivate_locked(*s);
+  }
+  es::wait_for_producers(session.handle);
+  s->flush();
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_flush(epprof_session_t session) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_flush";
+  auto s = es::find(session);
+  if (!s) return es::not_found(fn);
+  if (s->on_delivery_thread()) return es::own_callback(fn);
+  s->flush();
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_destroy";
+  std::shared_ptr<es::Session> s;
+  {
+    std::lock_guard<std::mutex> lock(es::g_mu);
+    s = es::find_locked(session);
+    if (!s) return es::not_found(fn);
+    if (s->on_delivery_thread()) return es::own_callback(fn);
+    if (s->state() == EPPROF_SESSION_ACTIVE) es::deactivate_locked(*s);
+    es::Slot& slot = es::g_slots[es::slot_of(session.handle)];
+    slot.handle.store(0, std::memory_order_release);
+    slot.owner.reset();
+  }
+  es::wait_for_producers(session.handle);
+  es::g_slots[es::slot_of(session.handle)].session.store(nullptr, std::memory_order_release);
+  s->flush();
+  std::string error = s->write_trace();
+  s.reset();  // joins the delivery thread (once no flush of another thread holds it)
+  if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_get_state(epprof_session_t session, epprof_session_state* out) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_get_state";
+  if (!out) return null_argument(fn, "out");
+  auto s = es::find(session);
+  if (!s) return es::not_found(fn);
+  *out = s->state();
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session, epprof_session_stats* stats) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_get_stats";
+  if (!stats) return null_argument(fn, "stats");
+  if (stats->size < sizeof(size_t))
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": stats->size (" + std::to_string(stats->size) +
+                                                    ") is too small; set it to sizeof(epprof_session_stats)");
+  auto s = es::find(session);
+  if (!s) return es::not_found(fn);
+  epprof_session_stats st{};
+  s->stats(st);
+  st.size = std::min(stats->size, sizeof st);
+  std::memcpy(stats, &st, st.size);
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, uint32_t pass) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_begin_pass";
+  auto s = es::find(session);
+  if (!s) return es::not_found(fn);
+  const auto mode = s->settings().replay;
+  if (mode != EPPROF_REPLAY_APPLICATION && mode != EPPROF_REPLAY_USER)
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": passes are opened only in APPLICATION or USER replay mode");
+  int64_t none = -1;
+  if (!s->open_pass.compare_exchange_strong(none, int64_t(pass)))
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": pass " + std::to_string(none) + " is still open; end it first");
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_end_pass(epprof_session_t session) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_end_pass";
+  auto s = es::find(session);
+  if (!s) return es::not_found(fn);
+  const auto mode = s->settings().replay;
+  if (mode != EPPROF_REPLAY_APPLICATION && mode != EPPROF_REPLAY_USER)
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": passes are opened only in APPLICATION or USER replay mode");
+  if (s->open_pass.exchange(-1) < 0)
+    return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": no pass is open");
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API const uint32_t* epprof_session_active_word(void) { return &es::g_active_count; }
+
+EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size_t count) {
+  if (__atomic_load_n(&es::g_active_count, __ATOMIC_RELAXED) == 0) return nullptr;
+  if (count == 0) return nullptr;
+  if (!records) return null_argument("epprof_session_emit", "records");
+  for (size_t i = 0; i < count; ++i)
+    if (__builtin_expect(records[i].kind > EPPROF_RECORD_COUNTER, 0))
+      return epprof::abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+        return "epprof_session_emit: records[" + std::to_string(i) + "] has unknown kind " +
+               std::to_string(records[i].kind);
+      });
+  uint64_t mask = es::g_active_mask.load(std::memory_order_acquire);
+  while (mask) {
+    const uint32_t i = uint32_t(__builtin_ctzll(mask));
+    mask &= mask - 1;
+    es::Pin pin(i, 0);
+    if (es::Session* s = pin.get()) s->offer(records, count);
+  }
+  return nullptr;
+}
+
+EPPROF_API epprof_status* epprof_session_query_dispatch(const epprof_dispatch_info* info,
+                                                        epprof_dispatch_request* out, size_t capacity,
+                                                        size_t* count) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_query_dispatch";
+  if (!count) return null_argument(fn, "count");
+  *count = 0;
+  if (!info) return null_argument(fn, "info");
+  if (!out && capacity) return null_argument(fn, "out");
+  if (info->size < offsetof(epprof_dispatch_info, correlation_id) + sizeof(uint64_t))
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": info->size (" + std::to_string(info->size) +
+                                                    ") is too small; set it to sizeof(epprof_dispatch_info)");
+  if (__atomic_load_n(&es::g_active_count, __ATOMIC_RELAXED) == 0) return nullptr;
+  epprof_dispatch_info norm;
+  es::normalize(*info, norm);
+  uint64_t mask = es::g_active_mask.load(std::memory_order_acquire);
+  while (mask && *count < capacity) {
+    const uint32_t i = uint32_t(__builtin_ctzll(mask));
+    mask &= mask - 1;
+    es::Pin pin(i, 0);
+    es::Session* s = pin.get();
+    if (!s || !s->settings().dispatch_callback) continue;
+    const auto mode = s->settings().replay;
+    const int64_t pass = s->open_pass.load(std::memory_order_acquire);
+    if ((mode == EPPROF_REPLAY_APPLICATION || mode == EPPROF_REPLAY_USER) && pass < 0) continue;
+    if (!s->admits_dispatch(norm)) continue;
+    epprof_counter_config_t config{0};
+    const epprof_session_t self{s->handle()};
+    es::guarded(*s, "dispatch callback",
+                [&] { return s->settings().dispatch_callback(s->settings().dispatch_user_data, self, &norm, &config); });
+    if (!config.handle) continue;
+    out[(*count)++] = epprof_dispatch_request{self, config, uint32_t(mode), pass < 0 ? 0u : uint32_t(pass)};
+  }
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t session, const epprof_dispatch_info* info,
+                                                          const epprof_record* records, size_t count) {
+  EPPROF_API_BEGIN
+  const char* fn = "epprof_session_deliver_counters";
+  if (!info) return null_argument(fn, "info");
+  if (count && !records) return null_argument(fn, "records");
+  if (session.handle == 0) return es::not_found(fn);
+  es::Pin pin(es::slot_of(session.handle), session.handle);
+  es::Session* s = pin.get();
+  if (!s) {
+    // Valid but stopped: the values arrive after the session stopped and are
+    // not kept. Unknown or destroyed: not found.
+    std::lock_guard<std::mutex> lock(es::g_mu);
+    return es::find_locked(session) ? nullptr : es::not_found(fn);
+  }
+  epprof_dispatch_info norm;
+  es::normalize(*info, norm);
+  s->count_dispatch(count);
+  if (s->settings().counter_record_callback) {
+    // The counter-name filter applies to the callback path too.
+    epprof_record kept[64];
+    size_t n = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (s->filters().accepts(records[i])) kept[n++] = records[i];
+      if (n == 64 || (i + 1 == count && n)) {
+        es::guarded(*s, "counter record callback", [&] {
+          return s->settings().counter_record_callback(s->settings().counter_record_user_data, session, &norm,
+                                                       kept, n);
+        });
+        n = 0;
+      }
+    }
+  } else {
+    s->offer_counters(records, count);
+  }
+  return nullptr;
+  EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint64_t correlation_id,
+                                                const epprof_arg* args, size_t num_args) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_event_annotate";
+  if (correlation_id == 0) return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": correlation id 0");
+  if (num_args && !args) return null_argument(fn, "args");
+  if (num_args > 32)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(num_args) + " args; at most 32");
+  std::vector<exporter::ExtraArg> out;
+  for (size_t i = 0; i < num_args; ++i) {
+    const epprof_arg& a = args[i];
+    const std::string* key = a.key ? core::interned(a.key) : nullptr;
+    if (!key)
+      return make_status(EPPROF_INVALID_ARGUMENT,
+                         std::string(fn) + ": arg " + std::to_string(i) + " has a key that is not an interned name id");
+    exporter::ExtraArg x;
+    x.key = *key;
+    switch (a.type) {
+      case EPPROF_ARG_INT64:
+        x.value = std::to_string(a.value.i64);
+        x.number = true;
+        break;
+      case EPPROF_ARG_STRING:
+      case EPPROF_ARG_JSON:
+        if (!a.value.str)
+          return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": value of arg '" + *key + "' is NULL");
+        x.value = a.value.str;
+        x.number = a.type == EPPROF_ARG_STRING && es::is_number(a.value.str);
+        break;
+      case EPPROF_ARG_NAME:
+      case EPPROF_ARG_JSON_NAME: {
+        const std::string* v = a.value.name ? core::interned(a.value.name) : nullptr;
+        if (!v)
+          return make_status(EPPROF_INVALID_ARGUMENT,
+                             std::string(fn) + ": value of arg '" + *key + "' is not an interned name id");
+        x.value = *v;
+        break;
+      }
+      default:
+        return make_status(EPPROF_INVALID_ARGUMENT,
+                           std::string(fn) + ": arg '" + *key + "' has unknown type " + std::to_string(a.type));
+    }
+    out.push_back(std::move(x));
+  }
+  if (!abi::with_profiler(profiler.handle, [&](core::Profiler& p) { es::annotate(&p, correlation_id, std::move(out)); }))
+    return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed profiler handle");
+  return nullptr;
+  EPPROF_API_END
+}
+
+}  // extern "C"

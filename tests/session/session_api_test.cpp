@@ -1,0 +1,540 @@
+// epprof/session.h through the shared library: every call and its error
+// cases, each filter kind, callbacks that fail, trace files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "session_test_util.h"
+
+namespace epprof::testing {
+namespace {
+
+TEST(SessionApi, CreateRejectsBadConfigs) {
+  Collector c;
+  epprof_session_t s{};
+  epprof_session_config cfg = collector_config(c);
+  EXPECT_EQ(take(epprof_session_create(nullptr, &s)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_session_create(&cfg, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+
+  epprof_session_config small = cfg;
+  small.size = 8;
+  auto r = take(epprof_session_create(&small, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("size"), std::string::npos) << r.message;
+
+  epprof_session_config bad = cfg;
+  bad.replay_mode = 17;
+  EXPECT_EQ(take(epprof_session_create(&bad, &s)).code, EPPROF_INVALID_ARGUMENT);
+  bad = cfg;
+  bad.buffer_policy = 5;
+  EXPECT_EQ(take(epprof_session_create(&bad, &s)).code, EPPROF_INVALID_ARGUMENT);
+  bad = cfg;
+  bad.callback = nullptr;
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("callback or a trace_path"), std::string::npos) << r.message;
+  bad = cfg;
+  bad.buffer_bytes = 64 * sizeof(epprof_record);
+  bad.watermark_bytes = 65 * sizeof(epprof_record);
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("watermark_bytes"), std::string::npos) << r.message;
+
+  const char* ops[] = {"Conv", nullptr};
+  bad = cfg;
+  bad.op_types = ops;
+  bad.num_op_types = 2;
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("op_types[1] is NULL"), std::string::npos) << r.message;
+
+  bad = cfg;
+  bad.node_name_regex = "conv(";
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("node_name_regex 'conv('"), std::string::npos) << r.message;
+  bad = cfg;
+  bad.kernel_name_regex = "[a-";
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("kernel_name_regex '[a-'"), std::string::npos) << r.message;
+
+  bad = cfg;
+  bad.counter_record_callback = [](void*, epprof_session_t, const epprof_dispatch_info*, const epprof_record*,
+                                   size_t) -> epprof_status* { return nullptr; };
+  EXPECT_EQ(take(epprof_session_create(&bad, &s)).code, EPPROF_INVALID_ARGUMENT);
+
+  bad = cfg;
+  bad.trace_path = "/nonexistent-dir-epprof/x.json";
+  r = take(epprof_session_create(&bad, &s));
+  EXPECT_EQ(r.code, EPPROF_IO_ERROR);
+  EXPECT_NE(r.message.find("/nonexistent-dir-epprof"), std::string::npos) << r.message;
+  EXPECT_EQ(s.handle, 0u);  // never written on failure
+}
+
+TEST(SessionApi, LifecycleAndStaleHandles) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  epprof_session_t s{};
+  EPPROF_ASSERT_OK(epprof_session_create(&cfg, &s));
+  epprof_session_state state;
+  EPPROF_ASSERT_OK(epprof_session_get_state(s, &state));
+  EXPECT_EQ(state, EPPROF_SESSION_CREATED);
+  EXPECT_EQ(take(epprof_session_get_state(s, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_session_stop(s)).code, EPPROF_FAILED_PRECONDITION);
+  EPPROF_ASSERT_OK(epprof_session_start(s));
+  EXPECT_EQ(take(epprof_session_start(s)).code, EPPROF_FAILED_PRECONDITION);
+  EPPROF_ASSERT_OK(epprof_session_get_state(s, &state));
+  EXPECT_EQ(state, EPPROF_SESSION_ACTIVE);
+  EXPECT_TRUE(epprof_session_any_active(epprof_session_active_word()));
+  EPPROF_ASSERT_OK(epprof_session_flush(s));
+  EPPROF_ASSERT_OK(epprof_session_stop(s));
+  EPPROF_ASSERT_OK(epprof_session_get_state(s, &state));
+  EXPECT_EQ(state, EPPROF_SESSION_STOPPED);
+  EPPROF_ASSERT_OK(epprof_session_start(s));  // restart is allowed
+  epprof_session_stats st{};
+  st.size = 4;
+  EXPECT_EQ(take(epprof_session_get_stats(s, &st)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_session_get_stats(s, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_session_begin_pass(s, 0)).code, EPPROF_FAILED_PRECONDITION);  // NONE mode
+  EPPROF_ASSERT_OK(epprof_session_destroy(s));
+  EXPECT_FALSE(epprof_session_any_active(epprof_session_active_word()));
+
+  // Every call on the destroyed handle, on the zero handle and on a made-up one.
+  for (epprof_session_t bad : {s, epprof_session_t{0}, epprof_session_t{0xdead00ull}}) {
+    SCOPED_TRACE(bad.handle);
+    EXPECT_EQ(take(epprof_session_start(bad)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_stop(bad)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_flush(bad)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_destroy(bad)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_get_state(bad, &state)).code, EPPROF_NOT_FOUND);
+    epprof_session_stats st2{};
+    st2.size = sizeof st2;
+    EXPECT_EQ(take(epprof_session_get_stats(bad, &st2)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_begin_pass(bad, 0)).code, EPPROF_NOT_FOUND);
+    EXPECT_EQ(take(epprof_session_end_pass(bad)).code, EPPROF_NOT_FOUND);
+    epprof_dispatch_info info{};
+    info.size = sizeof info;
+    EXPECT_EQ(take(epprof_session_deliver_counters(bad, &info, nullptr, 0)).code, EPPROF_NOT_FOUND);
+  }
+}
+
+TEST(SessionApi, HandleOfAReusedSlotIsStillStale) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  epprof_session_t a{}, b{};
+  EPPROF_ASSERT_OK(epprof_session_create(&cfg, &a));
+  EPPROF_ASSERT_OK(epprof_session_destroy(a));
+  EPPROF_ASSERT_OK(epprof_session_create(&cfg, &b));  // likely the same slot
+  EXPECT_NE(a.handle, b.handle);
+  EXPECT_EQ(take(epprof_session_start(a)).code, EPPROF_NOT_FOUND);
+  EPPROF_ASSERT_OK(epprof_session_destroy(b));
+}
+
+TEST(SessionApi, DeliversOnlyWhileActiveOnALibraryThread) {
+  Collector c;
+  ScopedSession s(collector_config(c), /*start=*/false);
+  const epprof_record r = node_record(1, "n", "Relu");
+  EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));  // created, not started: not collected
+  EPPROF_ASSERT_OK(epprof_session_start(s.get()));
+  EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));
+  EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));
+  EPPROF_ASSERT_OK(epprof_session_stop(s.get()));
+  EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));  // stopped: not collected
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.records[0].correlation_id, 1u);
+  EXPECT_EQ(c.records[0].op_type, name_id("Relu"));
+  EXPECT_NE(c.thread, std::this_thread::get_id());
+  const epprof_session_stats st = s.stats();
+  EXPECT_EQ(st.records_delivered, 2u);
+  EXPECT_EQ(st.bytes_delivered, 2 * sizeof(epprof_record));
+  EXPECT_EQ(st.records_dropped, 0u);
+  EXPECT_EQ(st.records_buffered, 0u);
+  EXPECT_GE(st.callback_calls, 1u);
+}
+
+TEST(SessionApi, EmitRejectsBadRecordsWhileActive) {
+  Collector c;
+  ScopedSession s(collector_config(c));
+  epprof_record r = node_record(1, "n", "Relu");
+  r.kind = 99;
+  auto res = take(epprof_session_emit(&r, 1));
+  EXPECT_EQ(res.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(res.message.find("unknown kind 99"), std::string::npos) << res.message;
+  EXPECT_EQ(take(epprof_session_emit(nullptr, 3)).code, EPPROF_INVALID_ARGUMENT);
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(SessionApi, WatermarkTriggersDeliveryWithoutFlush) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  cfg.buffer_bytes = 256 * sizeof(epprof_record);
+  cfg.watermark_bytes = 10 * sizeof(epprof_record);
+  ScopedSession s(cfg);
+  std::vector<epprof_record> rs(10, node_record(7, "n", "Add"));
+  EPPROF_ASSERT_OK(epprof_session_emit(rs.data(), rs.size()));
+  for (int i = 0; i < 2000 && c.size() < 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(c.size(), 10u);
+}
+
+// ---- filters ----
+
+struct FilterCase {
+  const char* name;
+  void (*setup)(epprof_session_config&);
+  std::vector<uint64_t> expected;  // correlation ids kept, in order
+};
+
+std::vector<epprof_record> filter_corpus() {
+  return {
+      node_record(1, "conv1", "Conv", "CPUExecutionProvider", "cpu:Conv", 0),
+      node_record(2, "relu1", "Relu", "CPUExecutionProvider", "cpu:Relu", 1),
+      node_record(3, "conv2", "Conv", "OpenCLExecutionProvider", "cl:conv2d_3x3", 2),
+      run_record(4),
+      counter_record(5, "task-clock", 10, "conv1", "Conv"),
+      counter_record(6, "page-faults", 2, "conv1", "Conv"),
+  };
+}
+
+const FilterCase kFilterCases[] = {
+    {"none", [](epprof_session_config&) {}, {1, 2, 3, 4, 5, 6}},
+    {"categories", [](epprof_session_config& c) { c.categories = 1u << EPPROF_CATEGORY_SESSION; }, {4}},
+    {"record_kinds", [](epprof_session_config& c) { c.record_kinds = 1u << EPPROF_RECORD_COUNTER; }, {5, 6}},
+    {"op_types",
+     [](epprof_session_config& c) {
+       static const char* ops[] = {"Conv"};
+       c.op_types = ops;
+       c.num_op_types = 1;
+     },
+     {1, 3, 5, 6}},
+    {"node_names_exact",
+     [](epprof_session_config& c) {
+       static const char* names[] = {"relu1", "conv2"};
+       c.node_names = names;
+       c.num_node_names = 2;
+     },
+     {2, 3}},
+    {"node_name_regex", [](epprof_session_config& c) { c.node_name_regex = "conv[0-9]"; }, {1, 3, 5, 6}},
+    {"node_name_regex_is_whole_name", [](epprof_session_config& c) { c.node_name_regex = "conv"; }, {}},
+    {"node_names_exact_or_regex",
+     [](epprof_session_config& c) {
+       static const char* names[] = {"relu1"};
+       c.node_names = names;
+       c.num_node_names = 1;
+       c.node_name_regex = "conv2";
+     },
+     {2, 3}},
+    {"ep_names",
+     [](epprof_session_config& c) {
+       static const char* eps[] = {"OpenCLExecutionProvider"};
+       c.ep_names = eps;
+       c.num_ep_names = 1;
+     },
+     {3}},
+    {"kernel_name_regex", [](epprof_session_config& c) { c.kernel_name_regex = "cl:.*"; }, {3}},
+    {"counter_names",
+     [](epprof_session_config& c) {
+       static const char* names[] = {"page-faults"};
+       c.counter_names = names;
+       c.num_counter_names = 1;
+     },
+     {1, 2, 3, 4, 6}},
+    {"combined",
+     [](epprof_session_config& c) {
+       static const char* ops[] = {"Conv"};
+       c.op_types = ops;
+       c.num_op_types = 1;
+       c.categories = 1u << EPPROF_CATEGORY_NODE;
+       c.kernel_name_regex = "cpu:.*";
+     },
+     {1}},
+};
+
+class SessionFilter : public ::testing::TestWithParam<FilterCase> {};
+
+TEST_P(SessionFilter, KeepsExactlyWhatMatches) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  GetParam().setup(cfg);
+  ScopedSession s(cfg);
+  const auto corpus = filter_corpus();
+  EPPROF_ASSERT_OK(epprof_session_emit(corpus.data(), corpus.size()));
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  std::vector<uint64_t> got;
+  for (const auto& r : c.records) got.push_back(r.correlation_id);
+  EXPECT_EQ(got, GetParam().expected);
+  EXPECT_EQ(s.stats().records_filtered, corpus.size() - GetParam().expected.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, SessionFilter, ::testing::ValuesIn(kFilterCases),
+                         [](const ::testing::TestParamInfo<FilterCase>& i) { return std::string(i.param.name); });
+
+TEST(SessionApi, DispatchRangeSkipsThenCollects) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  cfg.dispatch_skip = 3;
+  cfg.dispatch_count = 4;
+  ScopedSession s(cfg);
+  for (uint64_t d = 0; d < 10; ++d) {
+    // One dispatch per batch: its node event and a counter of it.
+    const uint64_t id = 100 + d;
+    epprof_record batch[2] = {node_record(id, "n", "MatMul", "CPU", nullptr, uint32_t(d)),
+                              counter_record(id, "flops", double(d), "n", "MatMul")};
+    EPPROF_ASSERT_OK(epprof_session_emit(batch, 2));
+    const epprof_record run = run_record(1000 + d);  // not a dispatch: the range does not apply
+    EPPROF_ASSERT_OK(epprof_session_emit(&run, 1));
+  }
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  std::set<uint64_t> dispatch_ids;
+  size_t runs = 0;
+  for (const auto& r : c.records) {
+    if (r.category == EPPROF_CATEGORY_SESSION)
+      ++runs;
+    else
+      dispatch_ids.insert(r.correlation_id);
+  }
+  EXPECT_EQ(runs, 10u);
+  EXPECT_EQ(dispatch_ids, (std::set<uint64_t>{103, 104, 105, 106}));
+  EXPECT_EQ(c.size(), 10u + 4 * 2);
+}
+
+// ---- callbacks that fail ----
+
+TEST(SessionApi, CallbackErrorsAndExceptionsAreCountedNotPropagated) {
+  struct Flaky {
+    std::atomic<int> calls{0};
+    static epprof_status* cb(void* u, epprof_session_t, const epprof_record*, size_t, uint64_t) {
+      auto* f = static_cast<Flaky*>(u);
+      const int n = f->calls++;
+      if (n % 2 == 0) return epprof_status_create(EPPROF_INTERNAL, "tool is unhappy");
+      throw std::runtime_error("tool threw");
+    }
+  } flaky;
+  std::vector<std::string> logged;
+  std::mutex log_mu;
+  epprof_set_log_callback(
+      [](void* u, epprof_status_code, const char* m) {
+        auto* v = static_cast<std::pair<std::mutex*, std::vector<std::string>*>*>(u);
+        std::lock_guard<std::mutex> lock(*v->first);
+        v->second->push_back(m);
+      },
+      new std::pair<std::mutex*, std::vector<std::string>*>(&log_mu, &logged));
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.callback = &Flaky::cb;
+  cfg.callback_user_data = &flaky;
+  ScopedSession s(cfg);
+  const epprof_record r = node_record(1, "n", "Relu");
+  for (int i = 0; i < 4; ++i) {
+    EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));
+    EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  }
+  const auto st = s.stats();
+  EXPECT_EQ(st.callback_calls, 4u);
+  EXPECT_EQ(st.callback_errors, 4u);
+  EXPECT_EQ(st.records_delivered, 4u);
+  epprof_set_log_callback(nullptr, nullptr);
+  std::lock_guard<std::mutex> lock(log_mu);
+  ASSERT_EQ(logged.size(), 1u);  // once, then counted
+  EXPECT_NE(logged[0].find("tool is unhappy"), std::string::npos) << logged[0];
+}
+
+TEST(SessionApi, OwnCallbackCannotFlushStopOrDestroy) {
+  struct Reentrant {
+    epprof_session_t self{};
+    std::atomic<int> flush{-1}, stop{-1}, destroy{-1}, stats{-1};
+    static epprof_status* cb(void* u, epprof_session_t s, const epprof_record*, size_t, uint64_t) {
+      auto* r = static_cast<Reentrant*>(u);
+      r->flush = take(epprof_session_flush(s)).code;
+      r->stop = take(epprof_session_stop(s)).code;
+      r->destroy = take(epprof_session_destroy(s)).code;
+      epprof_session_stats st{};
+      st.size = sizeof st;
+      r->stats = take(epprof_session_get_stats(s, &st)).code;
+      return nullptr;
+    }
+  } re;
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.callback = &Reentrant::cb;
+  cfg.callback_user_data = &re;
+  ScopedSession s(cfg);
+  const epprof_record r = node_record(1, "n", "Relu");
+  EPPROF_ASSERT_OK(epprof_session_emit(&r, 1));
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  EXPECT_EQ(re.flush, EPPROF_FAILED_PRECONDITION);
+  EXPECT_EQ(re.stop, EPPROF_FAILED_PRECONDITION);
+  EXPECT_EQ(re.destroy, EPPROF_FAILED_PRECONDITION);
+  EXPECT_EQ(re.stats, EPPROF_OK);
+}
+
+// ---- passes (APPLICATION / USER) ----
+
+TEST(SessionApi, PassesOpenAndCloseOnlyInApplicationAndUserModes) {
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  cfg.replay_mode = EPPROF_REPLAY_USER;
+  ScopedSession s(cfg);
+  EXPECT_EQ(take(epprof_session_end_pass(s.get())).code, EPPROF_FAILED_PRECONDITION);
+  EPPROF_ASSERT_OK(epprof_session_begin_pass(s.get(), 1));
+  auto r = take(epprof_session_begin_pass(s.get(), 2));
+  EXPECT_EQ(r.code, EPPROF_FAILED_PRECONDITION);
+  EXPECT_NE(r.message.find("pass 1 is still open"), std::string::npos) << r.message;
+  EPPROF_ASSERT_OK(epprof_session_end_pass(s.get()));
+  cfg.replay_mode = EPPROF_REPLAY_KERNEL;
+  ScopedSession k(cfg);
+  EXPECT_EQ(take(epprof_session_begin_pass(k.get(), 0)).code, EPPROF_FAILED_PRECONDITION);
+}
+
+// ---- dispatch counting, host side, without a counter backend ----
+
+TEST(SessionApi, QueryDispatchAsksOnlyAcceptingSessionsAndDeliversToRecordCallback) {
+  struct Tool {
+    std::vector<std::string> asked;  // node names
+    std::vector<epprof_record> got;
+    static epprof_status* dispatch(void* u, epprof_session_t, const epprof_dispatch_info* info,
+                                   epprof_counter_config_t* config) {
+      auto* t = static_cast<Tool*>(u);
+      t->asked.push_back(info->node_name);
+      EXPECT_STREQ(info->op_type, "Conv");
+      EXPECT_NE(info->op_type_id, 0u);
+      config->handle = 42;  // opaque to the session: the host opens it
+      return nullptr;
+    }
+    static epprof_status* record(void* u, epprof_session_t, const epprof_dispatch_info* info,
+                                 const epprof_record* rs, size_t n) {
+      auto* t = static_cast<Tool*>(u);
+      EXPECT_EQ(info->correlation_id, 77u);
+      t->got.insert(t->got.end(), rs, rs + n);
+      return nullptr;
+    }
+  } tool;
+  Collector c;
+  epprof_session_config cfg = collector_config(c);
+  static const char* ops[] = {"Conv"};
+  cfg.op_types = ops;
+  cfg.num_op_types = 1;
+  static const char* counters[] = {"flops"};
+  cfg.counter_names = counters;
+  cfg.num_counter_names = 1;
+  cfg.dispatch_callback = &Tool::dispatch;
+  cfg.dispatch_user_data = &tool;
+  cfg.counter_record_callback = &Tool::record;
+  cfg.counter_record_user_data = &tool;
+  ScopedSession s(cfg);
+
+  epprof_dispatch_info info{};
+  info.size = sizeof info;
+  info.correlation_id = 77;
+  info.node_index = 3;
+  info.node_name = "relu";
+  info.op_type = "Relu";
+  info.ep_name = "CPU";
+  info.kernel_name = "cpu:Relu";
+  epprof_dispatch_request req[4];
+  size_t n = 99;
+  EPPROF_ASSERT_OK(epprof_session_query_dispatch(&info, req, 4, &n));
+  EXPECT_EQ(n, 0u);  // a Relu: the op filter says no
+  info.node_name = "conv";
+  info.op_type = "Conv";
+  EPPROF_ASSERT_OK(epprof_session_query_dispatch(&info, req, 4, &n));
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(req[0].session.handle, s.get().handle);
+  EXPECT_EQ(req[0].config.handle, 42u);
+  EXPECT_EQ(tool.asked, std::vector<std::string>{"conv"});
+  EXPECT_EQ(take(epprof_session_query_dispatch(nullptr, req, 4, &n)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_session_query_dispatch(&info, nullptr, 4, &n)).code, EPPROF_INVALID_ARGUMENT);
+
+  const epprof_record values[2] = {counter_record(77, "flops", 1234, "conv", "Conv"),
+                                   counter_record(77, "bytes", 99, "conv", "Conv")};
+  EPPROF_ASSERT_OK(epprof_session_deliver_counters(req[0].session, &info, values, 2));
+  ASSERT_EQ(tool.got.size(), 1u);  // the counter-name filter kept flops only
+  EXPECT_EQ(tool.got[0].value, 1234);
+  EPPROF_ASSERT_OK(epprof_session_flush(s.get()));
+  EXPECT_EQ(c.size(), 0u);  // went to the record callback, not the buffer
+  EXPECT_EQ(s.stats().dispatches_counted, 1u);
+}
+
+// ---- trace files ----
+
+TEST(SessionApi, WritesAccepetedRecordsToATraceWithCountersOnTheNode) {
+  TempDir dir;
+  const std::string path = dir.file("session.json");
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.trace_path = path.c_str();
+  {
+    ScopedSession s(cfg);
+    const uint64_t id = epprof_correlation_id_next();
+    epprof_record batch[2] = {node_record(id, "conv1", "Conv", "CPUExecutionProvider", nullptr, 4),
+                              counter_record(id, "flops", 5000, "conv1", "Conv")};
+    EPPROF_ASSERT_OK(epprof_session_emit(batch, 2));
+    EPPROF_ASSERT_OK(epprof_session_stop(s.get()));
+  }  // destroy writes the trace
+  const auto events = read_trace(path);
+  const TraceEvent* node = nullptr;
+  const TraceEvent* counter = nullptr;
+  for (const auto& e : events) {
+    if (e.name == "conv1" && e.ph == "X") node = &e;
+    if (e.ph == "C" && e.name == "flops") counter = &e;
+  }
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->cat, "Node");
+  EXPECT_EQ(node->arg("op_name"), "Conv");
+  EXPECT_EQ(node->arg("node_index"), "4");
+  EXPECT_EQ(node->arg("flops"), "5000");
+  ASSERT_NE(counter, nullptr);
+  EXPECT_NE(counter->args_json.find("5000"), std::string::npos) << counter->args_json;
+}
+
+TEST(SessionApi, AnnotateAddsArgsAndCounterTracksToAProfilerTrace) {
+  TempDir dir;
+  const std::string path = dir.file("p.json");
+  epprof_profiler_config pc = config_for(path);
+  epprof_profiler_t p{};
+  EPPROF_ASSERT_OK(epprof_profiler_create(&pc, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, name_id("mm_kernel_time"), id));
+  EPPROF_ASSERT_OK(epprof_event_end(p, id, nullptr, 0));
+  epprof_arg args[2] = {};
+  args[0].key = name_id("page-faults");
+  args[0].type = EPPROF_ARG_INT64;
+  args[0].value.i64 = 3;
+  args[1].key = name_id("note");
+  args[1].type = EPPROF_ARG_STRING;
+  args[1].value.str = "not a number";
+  EPPROF_ASSERT_OK(epprof_event_annotate(p, id, args, 2));
+  EXPECT_EQ(take(epprof_event_annotate(p, 0, args, 1)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_event_annotate(p, id, nullptr, 1)).code, EPPROF_INVALID_ARGUMENT);
+  epprof_arg bad = args[0];
+  bad.key = 0;
+  EXPECT_EQ(take(epprof_event_annotate(p, id, &bad, 1)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_event_annotate(epprof_profiler_t{12345}, id, args, 1)).code, EPPROF_NOT_FOUND);
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  const auto events = read_trace(path);
+  int counters = 0;
+  bool found = false;
+  for (const auto& e : events) {
+    if (e.name == "mm_kernel_time") {
+      found = true;
+      EXPECT_EQ(e.arg("page-faults"), "3");
+      EXPECT_EQ(e.arg("note"), "not a number");
+    }
+    if (e.ph == "C") {
+      ++counters;
+      EXPECT_EQ(e.name, "page-faults");  // only the numeric one
+      EXPECT_EQ(e.args_json, "{\"page-faults\":3}");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(counters, 1);
+}
+
+}  // namespace
+}  // namespace epprof::testing
