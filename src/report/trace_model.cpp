@@ -1,6 +1,7 @@
 #include "report/trace_model.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 #include "report/reader.h"
@@ -139,8 +140,10 @@ class Loader {
     for (const Arg& a : e.args) {
       double v;
       if (a.key == "correlation_id" || !arg_as_double(a, &v)) continue;
+      // epprof writes {"name":N,"args":{N:value}}; other tools use "value"
+      // or one key per series.
       std::string name(e.name);
-      if (a.key != "value") name += "." + std::string(a.key);
+      if (a.key != "value" && a.key != e.name) name += "." + std::string(a.key);
       pending_counters_.push_back({{t_.strings.intern(name), v, -1}, e.pid, e.tid, e.ts, corr});
     }
     return true;
@@ -247,6 +250,10 @@ void Loader::finish() {
     for (auto& [k, v] : by_track)
       std::sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return t_.nodes[size_t(a)].ts < t_.nodes[size_t(b)].ts; });
   }
+  // epprof writes a counter both as an arg of its node and as a counter
+  // track sample: count it once.
+  std::set<std::pair<int32_t, uint32_t>> on_node;
+  for (const CounterSample& c : t_.counters) on_node.insert({c.node, c.counter});
   for (PendingCounter& c : pending_counters_) {
     int32_t node = c.corr ? node_by_corr(c.pid, c.corr) : -1;
     auto it = by_track.find({c.pid, c.tid});
@@ -260,6 +267,7 @@ void Loader::finish() {
       }
     }
     c.sample.node = node;
+    if (node >= 0 && on_node.count({node, c.sample.counter})) continue;
     t_.counters.push_back(c.sample);
   }
   pending_counters_.clear();

@@ -162,6 +162,7 @@ TEST(ReportCli, ObjectShapeAndCounterEvents) {
   write_file(path, R"({"traceEvents":[
     {"cat":"Session","name":"model_run","pid":1,"tid":1,"ts":0,"dur":100,"ph":"X","args":{}},
     {"cat":"Node","name":"mm_kernel_time","pid":1,"tid":1,"ts":10,"dur":50,"ph":"X","args":{"op_name":"MatMul","flops":"2000","correlation_id":"3"}},
+    {"cat":"Counter","name":"flops","pid":1,"tid":1,"ts":10,"ph":"C","args":{"flops":2000}},
     {"cat":"Counter","name":"task-clock","pid":1,"tid":1,"ts":20,"ph":"C","args":{"value":7}},
     {"cat":"Counter","name":"task-clock","pid":1,"tid":1,"ts":90,"ph":"C","args":{"value":5}}],
     "displayTimeUnit":"ms"})");
@@ -173,7 +174,9 @@ TEST(ReportCli, ObjectShapeAndCounterEvents) {
   std::map<std::string, json> c;
   for (const json& row : r["counters"]) c[row["op"].get<std::string>() + "/" + row["counter"].get<std::string>()] = row;
   ASSERT_TRUE(c.count("MatMul/flops")) << rep.out;
+  // The arg and epprof's counter-track copy of it count once.
   EXPECT_EQ(c["MatMul/flops"]["total"], 2000.0);
+  EXPECT_EQ(c["MatMul/flops"]["samples"], 1);
   ASSERT_TRUE(c.count("MatMul/task-clock")) << rep.out;  // ts 20 lies in the node
   EXPECT_EQ(c["MatMul/task-clock"]["total"], 7.0);
   ASSERT_TRUE(c.count("(no node)/task-clock")) << rep.out;  // ts 90 does not
