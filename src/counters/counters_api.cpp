@@ -64,6 +64,7 @@ struct Context {
   uint32_t pass = kNoPass;      // the pass of the open or last interval
   bool open = false;
   bool have_interval = false;
+  bool needs_clock = false;  // duration_ns (or a ratio of it) is in the config
   int64_t t_begin = 0;
   int64_t t_end = 0;
   std::vector<size_t> offset;    // [pass] -> start of its words in begin/end
@@ -343,6 +344,8 @@ EPPROF_API epprof_status* epprof_counting_context_create(epprof_counter_config_t
   ctx->position.assign(plan.counters.size(), 0);
   for (uint32_t p = 0; p < plan.num_passes; ++p)
     for (size_t k = 0; k < plan.members[p].size(); ++k) ctx->position[plan.members[p][k]] = k;
+  for (const CounterDef* def : plan.counters)
+    ctx->needs_clock |= def->source == Source::HostDuration;
   if (epprof_status* st = cfg->device->backend->open(plan, &ctx->groups)) return st;
 
   std::lock_guard<std::mutex> lock(g_context_mu);
@@ -392,7 +395,9 @@ EPPROF_API epprof_status* epprof_counting_context_start(epprof_counting_context_
     c->selected = pass;
   }
   if (int err = snapshot(c, pass, c->begin.data())) return io_error(fn, err);
-  c->t_begin = epprof::core::monotonic_ns();
+  // The wall clock only when duration_ns is wanted: it is the one cost a
+  // software group pays besides its two reads.
+  c->t_begin = c->needs_clock ? epprof::core::monotonic_ns() : 0;
   c->pass = pass;
   c->open = true;
   return nullptr;
@@ -400,12 +405,12 @@ EPPROF_API epprof_status* epprof_counting_context_start(epprof_counting_context_
 
 EPPROF_API epprof_status* epprof_counting_context_stop(epprof_counting_context_t context) {
   const char* fn = "epprof_counting_context_stop";
-  const int64_t now = epprof::core::monotonic_ns();
   Context* c = context_get(context.handle);
   if (__builtin_expect(!c, 0)) return context_error(fn, EPPROF_NOT_FOUND, "unknown or destroyed counting context handle");
   if (__builtin_expect(c->owner != this_thread_id(), 0))
     return context_error(fn, EPPROF_FAILED_PRECONDITION, "called off the thread that created the context");
   if (__builtin_expect(!c->open, 0)) return context_error(fn, EPPROF_FAILED_PRECONDITION, "no interval is open");
+  const int64_t now = c->needs_clock ? epprof::core::monotonic_ns() : 0;
   c->open = false;
   if (int err = snapshot(c, c->pass, c->end.data())) {
     c->have_interval = false;
