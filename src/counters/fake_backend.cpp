@@ -5,6 +5,7 @@
 // while k groups are enabled together each runs 1/k of the time (the
 // round-robin a kernel does when multiplexing), so scaled estimates are
 // exact.
+#include <cerrno>
 #include <string>
 
 #include "counters/backend.h"
@@ -34,7 +35,7 @@ class FakeGroups final : public GroupSet {
   }
   int read(uint32_t pass, uint64_t* buf, size_t words) noexcept override {
     Group& g = groups_[pass];
-    if (words < 3 + g.values.size()) return 75;  // EOVERFLOW
+    if (words < 3 + g.values.size()) return EOVERFLOW;
     // Reads come in start/stop pairs: the second of a pair ends an interval.
     if (g.enabled && (++g.reads % 2) == 0) {
       const uint64_t share = enabled_count_ ? enabled_count_ : 1;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -30,7 +31,7 @@ constexpr uint64_t kReadFormat =
 // Whether events exclude kernel mode: decided once, by the first probe that
 // is refused with kernel counting and accepted without (perf_event_paranoid
 // > 1 without CAP_PERFMON).
-bool g_exclude_kernel = false;
+std::atomic<bool> g_exclude_kernel{false};
 
 int perf_open(const CounterDef& c, int group_fd, bool leader) {
   perf_event_attr attr;
@@ -43,7 +44,7 @@ int perf_open(const CounterDef& c, int group_fd, bool leader) {
   attr.read_format = kReadFormat;
   attr.disabled = leader ? 1 : 0;  // members follow their leader
   attr.exclude_hv = 1;
-  attr.exclude_kernel = g_exclude_kernel ? 1 : 0;
+  attr.exclude_kernel = g_exclude_kernel.load(std::memory_order_relaxed) ? 1 : 0;
   const long fd = syscall(SYS_perf_event_open, &attr, 0 /* this thread */, -1 /* any cpu */,
                           group_fd, PERF_FLAG_FD_CLOEXEC);
   return fd < 0 ? -errno : int(fd);
