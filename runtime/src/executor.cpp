@@ -32,6 +32,27 @@ class Releaser {
   std::vector<std::atomic<int>> remaining_;
 };
 
+// Kernel replay for an observer that asked for it: `n` more executions on
+// the same inputs into scratch outputs, so the run's results are untouched.
+void replay_kernel(const NodePlan& np, const std::vector<const Tensor*>& inputs, RunObserver& o,
+                   const NodeInfo& info, uint32_t n) {
+  for (uint32_t pass = 1; pass <= n; ++pass) {
+    KernelContext rc;
+    rc.inputs = inputs;
+    rc.outputs.resize(np.out_slots.size());
+    std::string what;
+    o.replay_begin(info, pass);
+    try {
+      np.kernel->compute(rc);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "unknown error";
+    }
+    o.replay_end(info, pass, what.empty() ? nullptr : what.c_str());
+  }
+}
+
 // Tells the observers about the exception in flight (without consuming it).
 void notify_failed(const Observers& obs, const NodeInfo& info) {
   std::string what = "unknown error";
@@ -153,6 +174,8 @@ void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& 
   }
   for (size_t o = 0; o < np.out_slots.size(); ++o)
     if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
+  for (int k = 0; k < obs.count; ++k)
+    if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx.inputs, *obs.list[k], info, n);
 }
 
 std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }

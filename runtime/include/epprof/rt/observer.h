@@ -61,6 +61,16 @@ class RunObserver {
   // The node's kernel threw: called instead of node_end, before the error
   // propagates, so that every node_begin is closed.
   virtual void node_failed(const NodeInfo&, const char* /*what*/) {}
+  // Kernel replay (a counter set that needs several passes; see
+  // epprof/rt/session_observer.h). Called after node_end on the same
+  // thread; returning n > 0 asks the executor to run the node's kernel n
+  // more times on the same inputs, discarding their outputs (the run's
+  // results stay the first execution's), with replay_begin/replay_end around
+  // each (pass = 1..n). Replays are not part of the node's event: node_end
+  // has already been called. `error` is NULL, or what the replay threw.
+  virtual uint32_t kernel_replays(const NodeInfo&) { return 0; }
+  virtual void replay_begin(const NodeInfo&, uint32_t /*pass*/) {}
+  virtual void replay_end(const NodeInfo&, uint32_t /*pass*/, const char* /*error*/) {}
 };
 
 }  // namespace epprof::rt

@@ -1,0 +1,439 @@
+#include "epprof/rt/session_observer.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "epprof/counters.h"
+#include "epprof/rt/cost_model.h"
+#include "epprof/rt/graph.h"
+#include "epprof/session.h"
+
+namespace epprof::rt {
+
+struct SessionObserver::NodeIds {
+  std::string kernel;  // "<EP>:<op type>"
+  epprof_name_id node = 0, op_type = 0, ep = 0, kernel_id = 0;
+};
+
+namespace {
+
+constexpr size_t kMaxRequests = 8;
+
+epprof_name_id intern(const std::string& s) {
+  epprof_name_id id = 0;
+  epprof_status_release(epprof_intern(s.c_str(), &id));
+  return id;
+}
+
+uint32_t current_tid() {
+  static thread_local const uint32_t tid = uint32_t(syscall(SYS_gettid));
+  return tid;
+}
+
+// A counting context of this thread for one configuration.
+struct Context {
+  epprof_counting_context_t ctx{0};
+  size_t num_counters = 0;
+  uint32_t passes = 1;
+  std::vector<epprof_name_id> names;
+};
+
+struct Request {
+  epprof_dispatch_request req;
+  Context* context = nullptr;
+  uint32_t pass = 0;      // pass of the first execution
+  int shares = -1;        // index of an earlier request with the same context and pass
+  bool started = false;
+  std::vector<epprof_counter_value> values;  // merged over passes
+};
+
+// Per thread: the contexts (reused across dispatches) and the dispatch in
+// flight (dispatches do not nest on a thread).
+struct ThreadState {
+  std::unordered_map<uint64_t, Context> contexts;  // by configuration handle
+  const SessionObserver* owner = nullptr;          // set while a dispatch is in flight
+  epprof_dispatch_info info{};
+  const SessionObserver::NodeIds* ids = nullptr;
+  int64_t ts = 0, dur = 0;
+  Request reqs[kMaxRequests];
+  size_t n = 0;
+  uint32_t replays = 0;
+  epprof_dispatch_measures measures{};
+  std::vector<epprof_counter_value> scratch;
+  std::vector<epprof_record> records;
+
+  ~ThreadState() {
+    for (auto& kv : contexts) epprof_status_release(epprof_counting_context_destroy(kv.second.ctx));
+  }
+};
+
+ThreadState& state() {
+  static thread_local ThreadState t;
+  return t;
+}
+
+bool integral(double v) { return std::fabs(v) < 9.0e15 && v == std::floor(v); }
+
+}  // namespace
+
+SessionObserver::SessionObserver(SessionObserverOptions options)
+    : options_(std::move(options)), active_(epprof_session_active_word()) {}
+
+SessionObserver::~SessionObserver() = default;
+
+void SessionObserver::report(const char* what, epprof_status* status) noexcept {
+  if (!status) return;
+  if (errors_.fetch_add(1) == 0)
+    std::fprintf(stderr, "epprof runtime: sessions: %s: %s (further errors only counted)\n", what,
+                 epprof_status_get_message(status));
+  epprof_status_release(status);
+}
+
+const SessionObserver::NodeIds& SessionObserver::ids_for(const NodeInfo& info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = ids_[&info.node];
+  if (!slot) {
+    auto ids = std::make_unique<NodeIds>();
+    ids->kernel = info.provider + ":" + info.node.op_type;
+    ids->node = intern(info.node.name);
+    ids->op_type = intern(info.node.op_type);
+    ids->ep = intern(info.provider);
+    ids->kernel_id = intern(ids->kernel);
+    slot = std::move(ids);
+  }
+  return *slot;
+}
+
+namespace {
+
+epprof_record host_record(uint64_t corr, epprof_name_id name, int64_t ts, int64_t dur, uint64_t run_id) {
+  epprof_record r{};
+  r.kind = EPPROF_RECORD_HOST_EVENT;
+  r.category = EPPROF_CATEGORY_SESSION;
+  r.correlation_id = corr;
+  r.ts_ns = ts;
+  r.dur_ns = dur;
+  r.name = name;
+  r.node_index = EPPROF_RECORD_NO_NODE;
+  r.run_id = run_id;
+  r.tid = current_tid();
+  return r;
+}
+
+}  // namespace
+
+void SessionObserver::session_phase_begin(const SessionPhaseInfo& info) {
+  if (options_.inner) options_.inner->session_phase_begin(info);
+  if (!epprof_session_any_active(active_)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  open_ts_[info.correlation_id] = epprof_clock_now_ns();
+}
+
+void SessionObserver::session_phase_end(const SessionPhaseInfo& info) {
+  if (epprof_session_any_active(active_)) {
+    int64_t start = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = open_ts_.find(info.correlation_id);
+      if (it != open_ts_.end()) {
+        start = it->second;
+        open_ts_.erase(it);
+      }
+    }
+    if (start) {
+      static const epprof_name_id loading = intern("model_loading_uri"), init = intern("session_initialization");
+      const epprof_record r = host_record(info.correlation_id,
+                                          info.phase == SessionPhase::ModelLoading ? loading : init, start,
+                                          epprof_clock_now_ns() - start, 0);
+      report("emit", epprof_session_emit(&r, 1));
+    }
+  }
+  if (options_.inner) options_.inner->session_phase_end(info);
+}
+
+void SessionObserver::run_begin(const RunInfo& info) {
+  if (options_.inner) options_.inner->run_begin(info);
+  if (!epprof_session_any_active(active_)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  open_ts_[info.correlation_id] = epprof_clock_now_ns();
+}
+
+void SessionObserver::run_end(const RunInfo& info) {
+  if (epprof_session_any_active(active_)) {
+    int64_t start = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = open_ts_.find(info.correlation_id);
+      if (it != open_ts_.end()) {
+        start = it->second;
+        open_ts_.erase(it);
+      }
+    }
+    if (start) {
+      static const epprof_name_id model_run = intern("model_run");
+      const epprof_record r =
+          host_record(info.correlation_id, model_run, start, epprof_clock_now_ns() - start, info.run_id);
+      report("emit", epprof_session_emit(&r, 1));
+    }
+  }
+  if (options_.inner) options_.inner->run_end(info);
+}
+
+void SessionObserver::node_begin(const NodeInfo& info) {
+  if (options_.inner) options_.inner->node_begin(info);
+  ThreadState& t = state();
+  t.owner = nullptr;
+  if (!epprof_session_any_active(active_)) return;
+  t.owner = this;
+  t.n = 0;
+  t.replays = 0;
+  t.ids = &ids_for(info);
+  epprof_dispatch_info& d = t.info;
+  d = epprof_dispatch_info{};
+  d.size = sizeof d;
+  d.correlation_id = info.correlation_id;
+  d.node_index = uint32_t(info.node.index);
+  d.node_name = info.node.name.c_str();
+  d.op_type = info.node.op_type.c_str();
+  d.ep_name = info.provider.c_str();
+  d.kernel_name = t.ids->kernel.c_str();
+  d.device = options_.device.c_str();
+  d.queue = current_tid();
+  d.run_id = info.run_id;
+  d.node_name_id = t.ids->node;
+  d.op_type_id = t.ids->op_type;
+  d.ep_name_id = t.ids->ep;
+  d.kernel_name_id = t.ids->kernel_id;
+
+  epprof_dispatch_request reqs[kMaxRequests];
+  size_t n = 0;
+  report("query dispatch", epprof_session_query_dispatch(&d, reqs, kMaxRequests, &n));
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t config = reqs[i].config.handle;
+    auto it = t.contexts.find(config);
+    if (it == t.contexts.end()) {
+      Context c;
+      epprof_status* st = epprof_counting_context_create(reqs[i].config, &c.ctx);
+      if (!st) st = epprof_counter_config_get_num_counters(reqs[i].config, &c.num_counters);
+      if (!st) st = epprof_counter_config_get_num_passes(reqs[i].config, &c.passes);
+      for (size_t k = 0; !st && k < c.num_counters; ++k) {
+        epprof_counter_info ci{};
+        ci.size = sizeof ci;
+        st = epprof_counter_config_get_counter(reqs[i].config, k, &ci, nullptr);
+        if (!st) c.names.push_back(intern(ci.name));
+      }
+      if (st) {
+        if (c.ctx.handle) epprof_status_release(epprof_counting_context_destroy(c.ctx));
+        report("counting context", st);
+        continue;
+      }
+      it = t.contexts.emplace(config, std::move(c)).first;
+    }
+    Request& r = t.reqs[t.n];
+    r.req = reqs[i];
+    r.context = &it->second;
+    r.started = false;
+    r.shares = -1;
+    switch (epprof_replay_mode(reqs[i].replay_mode)) {
+      case EPPROF_REPLAY_NONE:
+        r.pass = r.context->passes > 1 ? EPPROF_COUNTER_PASS_MULTIPLEX : 0;
+        break;
+      case EPPROF_REPLAY_KERNEL:
+        r.pass = 0;
+        t.replays = std::max(t.replays, r.context->passes - 1);
+        break;
+      default:
+        r.pass = reqs[i].pass;
+        if (r.pass >= r.context->passes) {
+          report("dispatch", epprof_status_create(EPPROF_INVALID_ARGUMENT,
+                                                  ("pass " + std::to_string(r.pass) + " is open but the configuration has " +
+                                                   std::to_string(r.context->passes) + " passes").c_str()));
+          continue;
+        }
+    }
+    for (size_t k = 0; k < t.n; ++k)
+      if (t.reqs[k].context == r.context && t.reqs[k].pass == r.pass && t.reqs[k].shares < 0) r.shares = int(k);
+    r.values.assign(r.context->num_counters, epprof_counter_value{});
+    ++t.n;
+  }
+  t.ts = epprof_clock_now_ns();
+  for (size_t i = 0; i < t.n; ++i) {
+    Request& r = t.reqs[i];
+    if (r.shares >= 0) continue;
+    epprof_status* st = epprof_counting_context_start(r.context->ctx, r.pass);
+    r.started = st == nullptr;
+    report("counting start", st);
+  }
+}
+
+void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
+  ThreadState& t = state();
+  const bool mine = t.owner == this;
+  if (mine) {
+    for (size_t i = t.n; i-- > 0;)
+      if (t.reqs[i].started) report("counting stop", epprof_counting_context_stop(t.reqs[i].context->ctx));
+    const int64_t end = epprof_clock_now_ns();
+    t.dur = end - t.ts;
+    if (t.n) {
+      const NodeCost cost = node_cost(info.node, io);
+      t.measures = epprof_dispatch_measures{};
+      t.measures.size = sizeof t.measures;
+      t.measures.known = EPPROF_MEASURE_DURATION | EPPROF_MEASURE_FLOPS | EPPROF_MEASURE_BYTES;
+      t.measures.duration_ns = uint64_t(t.dur);
+      t.measures.flops = cost.flops;
+      t.measures.bytes = cost.bytes;
+      for (size_t i = 0; i < t.n; ++i) {
+        Request& r = t.reqs[i];
+        if (!r.started) continue;
+        report("counting read",
+               epprof_counting_context_read(r.context->ctx, &t.measures, r.values.data(), r.values.size()));
+      }
+    }
+  }
+  if (options_.inner) options_.inner->node_end(info, io);
+  if (!mine) return;
+  epprof_record node{};
+  node.kind = EPPROF_RECORD_HOST_EVENT;
+  node.category = EPPROF_CATEGORY_NODE;
+  node.correlation_id = info.correlation_id;
+  node.ts_ns = t.ts;
+  node.dur_ns = t.dur;
+  node.name = t.ids->node;
+  node.node = t.ids->node;
+  node.op_type = t.ids->op_type;
+  node.ep = t.ids->ep;
+  node.kernel = t.ids->kernel_id;
+  node.node_index = uint32_t(info.node.index);
+  node.run_id = info.run_id;
+  node.tid = current_tid();
+  report("emit", epprof_session_emit(&node, 1));
+  if (t.replays == 0) finish_dispatch(info);
+}
+
+void SessionObserver::node_failed(const NodeInfo& info, const char* what) {
+  ThreadState& t = state();
+  if (t.owner == this) {
+    for (size_t i = t.n; i-- > 0;)
+      if (t.reqs[i].started) epprof_status_release(epprof_counting_context_stop(t.reqs[i].context->ctx));
+    t.owner = nullptr;  // a failed dispatch delivers no counters
+  }
+  if (options_.inner) options_.inner->node_failed(info, what);
+}
+
+uint32_t SessionObserver::kernel_replays(const NodeInfo&) {
+  ThreadState& t = state();
+  return t.owner == this ? t.replays : 0;
+}
+
+void SessionObserver::replay_begin(const NodeInfo&, uint32_t pass) {
+  ThreadState& t = state();
+  if (t.owner != this) return;
+  for (size_t i = 0; i < t.n; ++i) {
+    Request& r = t.reqs[i];
+    r.started = false;
+    if (r.req.replay_mode != EPPROF_REPLAY_KERNEL || r.shares >= 0 || pass >= r.context->passes) continue;
+    epprof_status* st = epprof_counting_context_start(r.context->ctx, pass);
+    r.started = st == nullptr;
+    report("counting start (replay)", st);
+  }
+}
+
+void SessionObserver::replay_end(const NodeInfo& info, uint32_t pass, const char* error) {
+  ThreadState& t = state();
+  if (t.owner != this) return;
+  for (size_t i = t.n; i-- > 0;)
+    if (t.reqs[i].started) report("counting stop (replay)", epprof_counting_context_stop(t.reqs[i].context->ctx));
+  if (error) {
+    report("kernel replay", epprof_status_create(EPPROF_INTERNAL, (std::string("pass ") + std::to_string(pass) +
+                                                                   " of node '" + info.node.name + "' threw: " + error)
+                                                                      .c_str()));
+  } else {
+    for (size_t i = 0; i < t.n; ++i) {
+      Request& r = t.reqs[i];
+      if (!r.started) continue;
+      t.scratch.assign(r.values.size(), epprof_counter_value{});
+      epprof_status* st = epprof_counting_context_read(r.context->ctx, &t.measures, t.scratch.data(), t.scratch.size());
+      if (st) {
+        report("counting read (replay)", st);
+        continue;
+      }
+      // Each counter's value comes from the pass that counts it.
+      for (size_t k = 0; k < r.values.size(); ++k)
+        if ((r.values[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS) && !(t.scratch[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS))
+          r.values[k] = t.scratch[k];
+    }
+  }
+  if (pass == t.replays) finish_dispatch(info);
+}
+
+void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
+  ThreadState& t = state();
+  t.owner = nullptr;
+  if (t.n == 0) return;
+  try {
+    std::vector<epprof_arg> args;
+    std::vector<std::string> texts;
+    texts.reserve(64);
+    bool delivered = false;
+    for (size_t i = 0; i < t.n; ++i) {
+      Request& r = t.reqs[i];
+      const Request& src = r.shares >= 0 ? t.reqs[r.shares] : r;
+      t.records.clear();
+      for (size_t k = 0; k < src.values.size(); ++k) {
+        const epprof_counter_value& v = src.values[k];
+        epprof_record c{};
+        c.kind = EPPROF_RECORD_COUNTER;
+        c.category = EPPROF_CATEGORY_COUNTER;
+        c.correlation_id = info.correlation_id;
+        c.ts_ns = t.ts;
+        c.dur_ns = t.dur;
+        c.name = src.context->names[k];
+        c.node = t.ids->node;
+        c.op_type = t.ids->op_type;
+        c.ep = t.ids->ep;
+        c.kernel = t.ids->kernel_id;
+        c.node_index = uint32_t(info.node.index);
+        c.run_id = info.run_id;
+        c.tid = current_tid();
+        c.counter_flags = v.flags;
+        c.value = v.value;
+        c.time_enabled_ns = v.time_enabled_ns;
+        c.time_running_ns = v.time_running_ns;
+        t.records.push_back(c);
+        if (options_.trace_profiler.handle && (v.flags & EPPROF_COUNTER_VALUE_VALID) && args.size() < 32) {
+          bool dup = false;
+          for (const auto& a : args) dup = dup || a.key == c.name;
+          if (dup) continue;
+          epprof_arg a{};
+          a.key = c.name;
+          if (integral(v.value)) {
+            a.type = EPPROF_ARG_INT64;
+            a.value.i64 = int64_t(v.value);
+          } else {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.6g", v.value);
+            texts.emplace_back(buf);
+            a.type = EPPROF_ARG_STRING;
+            a.value.str = texts.back().c_str();
+          }
+          args.push_back(a);
+        }
+      }
+      epprof_status* st = epprof_session_deliver_counters(r.req.session, &t.info, t.records.data(), t.records.size());
+      delivered = delivered || st == nullptr;
+      report("deliver counters", st);
+    }
+    if (!args.empty())
+      report("annotate", epprof_event_annotate(options_.trace_profiler, info.correlation_id, args.data(), args.size()));
+    if (delivered) counted_.fetch_add(1, std::memory_order_relaxed);
+  } catch (...) {
+    report("deliver counters", epprof_status_create(EPPROF_OUT_OF_MEMORY, "out of memory"));
+  }
+}
+
+}  // namespace epprof::rt
