@@ -16,7 +16,6 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -243,7 +242,6 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
 constexpr const char* kEnabled = "event_enabled";
 constexpr const char* kEnabledWithId = "event_enabled_with_id_next";
-constexpr const char* kEnabledResident = "event_enabled_pages_resident";
 constexpr const char* kEnabledSpilling = "event_enabled_spilling";
 constexpr const char* kDisabled = "event_disabled";
 constexpr const char* kDisabledGuarded = "event_disabled_guarded";
@@ -273,27 +271,6 @@ void BM_event_enabled_with_id(benchmark::State& state) {
     g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
     g_api.end(p, id, nullptr, 0);
   }
-}
-
-// Diagnostic: the same, but glibc keeps the heap pages a previous
-// repetition freed (no trim), so new chunks land on resident pages and the
-// kernel's page-fault time drops out. The difference to the line above is
-// what first-touching fresh chunks costs per event.
-void BM_event_enabled_resident(benchmark::State& state) {
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  {
-    RunningProfiler prof("hot_resident", 1ull << 30);
-    const epprof_profiler_t p = prof.handle();
-    const epprof_name_id name = g_name;
-    uint64_t id = g_api.id_next();
-    for (auto _ : state) {
-      g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
-      g_api.end(p, id, nullptr, 0);
-      ++id;
-    }
-  }
-  mallopt(M_TRIM_THRESHOLD, 128 * 1024);  // glibc's default
 }
 
 // Steady state of a long scope at the default 64 MiB budget: the profiler
@@ -809,8 +786,6 @@ std::vector<Row> build_rows() {
   };
   micro(kEnabled, "host event begin+end, enabled", 30, "public C API, running profiler, no args");
   micro(kEnabledWithId, "  same + epprof_correlation_id_next", 0, "what a host pays per event");
-  micro(kEnabledResident, "  same, chunk pages already resident", 0,
-        "diagnostic: malloc keeps freed pages, so no page faults on new chunks");
   micro(kEnabledSpilling, "  same, 64 MiB budget, spilling", 0,
         "steady state past the default budget: rollovers spill on the recording thread");
   micro(kDisabledGuarded, "host event begin+end, disabled", 2,
@@ -860,7 +835,6 @@ void register_all() {
   };
   micro(kEnabled, BM_event_enabled, hot);
   micro(kEnabledWithId, BM_event_enabled_with_id, hot);
-  micro(kEnabledResident, BM_event_enabled_resident, hot);
   micro(kEnabledSpilling, BM_event_enabled_spilling, hot);
   micro(kDisabled, BM_event_disabled, hot * 25);
   micro(kDisabledGuarded, BM_event_disabled_guarded, hot * 25);

@@ -1,6 +1,7 @@
 #include "core/recorder.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "core/log.h"
 
@@ -173,11 +175,6 @@ bool write_all(int fd, const void* data, size_t n) {
   return true;
 }
 
-Chunk* new_chunk() {
-  // Value-initialisation zeroes the chunk, which also prefaults its pages
-  // so the first events written into it take no page faults.
-  return new Chunk();
-}
 
 }  // namespace
 
@@ -187,15 +184,64 @@ Recorder::Recorder(uint64_t memory_budget_bytes, uint64_t disk_budget_bytes, std
       spill_dir_(std::move(spill_dir)) {}
 
 Recorder::~Recorder() {
-  for (auto& s : streams_) delete s->current;
-  for (Chunk* c : full_) delete c;
-  while (free_) {
-    Chunk* next = free_->next;
-    delete free_;
-    free_ = next;
-  }
-  for (Chunk* c : finished_) delete c;
+  // Chunks are trivially destructible and live in the slabs.
+  static_assert(std::is_trivially_destructible_v<Chunk>);
+  for (const Slab& slab : slabs_) munmap(slab.base, slab.bytes);
   if (spill_fd_ >= 0) close(spill_fd_);
+}
+
+namespace {
+
+// Maps `bytes` (a multiple of 2 MiB when `huge`) of zeroed, resident memory.
+// With `huge`, the region is 2 MiB-aligned and asks for transparent huge
+// pages: the kernel then maps and zeroes 2 MiB per fault instead of 4 KiB,
+// which is most of what a fresh chunk costs. Where THP is off it is just
+// populated 4 KiB pages.
+void* map_slab(size_t bytes, bool huge) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t span = huge ? bytes + kHuge : bytes;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (huge ? 0 : MAP_POPULATE), -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  if (!huge) return raw;
+  // Trim to a 2 MiB-aligned region of `bytes`.
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1);
+  const size_t head = start - reinterpret_cast<uintptr_t>(raw);
+  if (head) munmap(raw, head);
+  if (span - head - bytes) munmap(reinterpret_cast<void*>(start + bytes), span - head - bytes);
+  void* base = reinterpret_cast<void*>(start);
+#ifdef MADV_HUGEPAGE
+  madvise(base, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0) return base;
+#endif
+  for (size_t off = 0; off < bytes; off += 4096) static_cast<volatile unsigned char*>(base)[off] = 0;
+  return base;
+}
+
+}  // namespace
+
+// A fresh chunk from the current slab, mapping a new slab when it is used
+// up, so that a recording thread that moves to a new chunk takes no page
+// faults and writes no memset (the chunk's header is all it initialises).
+// The first slab is 4 chunks (256 KiB) of 4 KiB pages, so short scopes stay
+// small; later ones are 32 chunks (2 MiB) on a huge page where the kernel
+// allows. Never past the memory budget.
+Chunk* Recorder::carve_chunk_locked() {
+  if (slab_next_ == slab_end_) {
+    const uint64_t room = budget_chunks_ > allocated_ ? budget_chunks_ - allocated_ : 1;
+    const size_t chunks = size_t(std::min<uint64_t>(next_slab_chunks_, room));
+    const size_t bytes = chunks * kChunkBytes;
+    void* base = map_slab(bytes, chunks == 32);
+    if (!base) throw std::bad_alloc();
+    slabs_.push_back({base, bytes});
+    slab_next_ = static_cast<unsigned char*>(base);
+    slab_end_ = slab_next_ + bytes;
+    next_slab_chunks_ = 32;
+  }
+  Chunk* c = new (slab_next_) Chunk;  // default-initialised: the header only
+  slab_next_ += kChunkBytes;
+  return c;
 }
 
 ThreadStream* Recorder::add_thread(int64_t tid) {
@@ -226,7 +272,7 @@ Chunk* Recorder::take_chunk_locked() {
   } else {
     // Under budget, or every chunk is some thread's current one: a thread
     // always gets a chunk to write into.
-    c = new_chunk();
+    c = carve_chunk_locked();
     ++allocated_;
     stats_.peak_chunks = std::max(stats_.peak_chunks, allocated_);
   }

@@ -115,6 +115,7 @@ class Recorder {
  private:
   Chunk* rollover(ThreadStream& s);
   Chunk* take_chunk_locked();
+  Chunk* carve_chunk_locked();
   void spill_locked();
   void spill_run_locked(uint32_t stream, const std::vector<Chunk*>& chunks,
                         std::vector<IndexEntry>& index, std::vector<unsigned char>& out);
@@ -130,6 +131,15 @@ class Recorder {
   std::vector<Chunk*> finished_;  // read by the cursors finish() returned
   Chunk* free_ = nullptr;      // recycled chunks
   uint64_t allocated_ = 0;     // chunks alive
+  // Chunks are carved from slabs mapped with MAP_POPULATE (see carve_chunk_locked).
+  struct Slab {
+    void* base;
+    size_t bytes;
+  };
+  std::vector<Slab> slabs_;
+  unsigned char* slab_next_ = nullptr;
+  unsigned char* slab_end_ = nullptr;
+  size_t next_slab_chunks_ = 4;
   int spill_fd_ = -1;
   uint64_t spill_bytes_ = 0;
   struct SpillRun {
