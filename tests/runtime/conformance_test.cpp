@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
 #include "onnx/onnx_pb.h"
@@ -90,10 +91,24 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
   return out;
 }
 
+// With --ep, every case runs on [that plugin EP, CPU EP].
+std::shared_ptr<ExecutionProvider> g_plugin_ep;
+int g_cases_on_plugin = 0;  // cases with at least one node on the plugin EP
+
 // Runs one case; returns "" on success or the first failure.
 std::string run_case(const fs::path& dir, const onnx::ModelProto& m) {
   try {
-    Session session((dir / "model.onnx").string());
+    SessionOptions options;
+    if (g_plugin_ep) options.providers = {g_plugin_ep, make_cpu_execution_provider()};
+    Session session((dir / "model.onnx").string(), options);
+    if (g_plugin_ep) {
+      for (size_t i = 0; i < session.nodes().size(); ++i) {
+        if (session.provider_of(i) == g_plugin_ep->name()) {
+          ++g_cases_on_plugin;
+          break;
+        }
+      }
+    }
     std::set<std::string> inits;
     for (const auto& i : m.graph().initializer()) inits.insert(i.name());
     const auto sets = sorted_dirs(dir, "test_data_set_");
@@ -140,13 +155,25 @@ std::map<std::string, std::string> read_known(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s DATA_ROOT KNOWN_FAILURES_FILE [CASE_SUBSTRING]\n", argv[0]);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--ep") continue;
+    try {
+      g_plugin_ep = load_plugin_ep(args[i + 1]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+    args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+    break;
+  }
+  if (args.size() < 2) {
+    std::fprintf(stderr, "usage: %s DATA_ROOT KNOWN_FAILURES_FILE [CASE_SUBSTRING] [--ep PLUGIN_EP.so]\n", argv[0]);
     return 2;
   }
-  const fs::path root = argv[1];
-  const auto known = read_known(argv[2]);
-  const std::string filter = argc > 3 ? argv[3] : "";
+  const fs::path root = args[0];
+  const auto known = read_known(args[1]);
+  const std::string filter = args.size() > 2 ? args[2] : "";
   const auto cpu = make_cpu_execution_provider();
   int eligible = 0, passed = 0, failed_known = 0, unexpected = 0;
   std::vector<std::string> now_passing;
@@ -184,10 +211,17 @@ int main(int argc, char** argv) {
   if (std::getenv("EPPROF_CONFORMANCE_VERBOSE"))
     for (const auto& kv : skipped_reasons) std::printf("skipped %4d: %s\n", kv.second, kv.first.c_str());
   const int failed = failed_known + unexpected;
+  if (g_plugin_ep)
+    std::printf("runtime_conformance: EP %s ran nodes of %d of the %d eligible cases (the rest on the CPU EP)\n",
+                g_plugin_ep->name().c_str(), g_cases_on_plugin, eligible);
   std::printf("runtime_conformance: eligible %d, passed %d, failed %d (known-failing %d, unexpected %d), "
               "known list %zu entries, now passing %zu; %d data sets, %d output tensors compared\n",
               eligible, passed, failed, failed_known, unexpected, known.size(), now_passing.size(), g_data_sets, g_outputs);
   bool ok = unexpected == 0;
+  if (eligible == 0) {
+    std::printf("no eligible case under %s%s\n", root.c_str(), filter.empty() ? "" : (" matching '" + filter + "'").c_str());
+    ok = false;
+  }
   if (filter.empty() && static_cast<double>(known.size()) >= 0.1 * eligible) {
     std::printf("the known-failures list (%zu) must stay under 10%% of eligible cases (%d)\n", known.size(), eligible);
     ok = false;
