@@ -23,6 +23,7 @@
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
 #include "op_table.h"
+#include "run_counters.h"
 
 namespace epprof::cli {
 namespace {
@@ -45,6 +46,7 @@ struct Options {
   bool profile = true;
   bool integer_timestamps = false;
   bool table = true;
+  CounterOptions counters;  // --counters, --replay (run_counters.h)
 };
 
 void print_help() {
@@ -78,11 +80,12 @@ void print_help() {
       "  --integer-timestamps write ts/dur as integer microseconds, as ONNX Runtime does\n"
       "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
-      "  --no-table           do not print the per-op table\n"
+      "  --no-table           do not print the per-op table\n%s"
       "  -h, --help           show this help\n"
       "\n"
       "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
-      "message names the problem), 2 for a bad command line.\n");
+      "message names the problem), 2 for a bad command line.\n",
+      counter_options_help());
 }
 
 std::string basename_no_ext(const std::string& path) {
@@ -112,6 +115,10 @@ int parse(int argc, char** argv, Options& o) {
     const std::string a = argv[i];
     int64_t n = 0;
     const char* v = nullptr;
+    if (const int c = parse_counter_option(argc, argv, i, o.counters)) {
+      if (c < 0) return kExitUsage;
+      continue;
+    }
     if (a == "-h" || a == "--help") {
       print_help();
       std::exit(kExitOk);
@@ -164,6 +171,7 @@ int parse(int argc, char** argv, Options& o) {
       return usage_error(kCommand, "more than one model given ('" + o.model + "' and '" + a + "')");
     }
   }
+  if (check_counter_options(o.counters) < 0) return kExitUsage;
   if (o.run_profiling && !o.profile) return usage_error(kCommand, "--run-profiling and --no-profile exclude each other");
   return kExitOk;
 }
@@ -314,6 +322,12 @@ int execute(const Options& o) {
     session_profiler = std::make_unique<rt::ProfilingObserver>(po);
     so.observer = session_profiler.get();
   }
+  std::unique_ptr<RunCounters> counters;
+  if (!o.counters.names.empty()) {
+    counters = std::make_unique<RunCounters>(
+        o.counters, session_profiler ? session_profiler->profiler() : epprof_profiler_t{}, so.observer);
+    so.observer = counters->observer();
+  }
   rt::Session session(model, so);
   const auto inputs = make_inputs(session, o);
 
@@ -321,7 +335,11 @@ int execute(const Options& o) {
   std::vector<std::string> run_traces;
   Progress progress(o.warmup + o.runs);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < o.warmup + o.runs; ++r) {
+  // APPLICATION replay (--counters) runs the whole workload once per pass.
+  const int per_pass = o.warmup + o.runs, passes = counters ? counters->workload_passes() : 1;
+  for (int k = 0; k < passes * per_pass; ++k) {
+    const int r = k % per_pass;
+    if (counters && r == 0) counters->begin_pass(k / per_pass);
     rt::RunOptions ro;
     std::unique_ptr<rt::ProfilingObserver> run_profiler;
     if (o.run_profiling) {
@@ -339,6 +357,7 @@ int execute(const Options& o) {
       run_traces.push_back(run_profiler->trace_path());
     }
     progress.update(r + 1);
+    if (counters && r + 1 == per_pass) counters->end_pass();
   }
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -356,6 +375,10 @@ int execute(const Options& o) {
               session.executor_name(), eps.c_str());
   std::printf("runs: %d measured + %d warm-up, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
               wall_ms / double(o.warmup + o.runs));
+  if (counters) {
+    counters->finish();
+    counters->print(stdout, o.warmup, o.warmup + o.runs);
+  }
   if (!session_profiler) return kExitOk;
 
   const epprof_trace_stats stats = session_profiler->finish();
