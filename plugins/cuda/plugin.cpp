@@ -123,7 +123,7 @@ extern "C" __attribute__((visibility("default"))) epprof_status* epprof_ep_plugi
   if (host == nullptr || out == nullptr) return nullptr;
   if (host_abi_version < 1)
     return host->status_create(EPPROF_VERSION_MISMATCH, "cuda EP: needs a host speaking EP plugin ABI 1 or later");
-  const std::string refused = "; the EP is refused at load, its nodes run on the next EP (the CPU EP)";
+  const std::string refused = "; the EP is refused at load: its nodes must run on another EP (the CPU EP)";
   try {
     auto st = std::make_unique<State>();
     st->host = host;
