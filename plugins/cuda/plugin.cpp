@@ -137,7 +137,7 @@ extern "C" __attribute__((visibility("default"))) epprof_status* epprof_ep_plugi
     if (const char* cap = std::getenv("EPPROF_CUDA_MAX_ALLOC_BYTES")) st->alloc_limit = std::strtoull(cap, nullptr, 10);
     auto p = std::make_unique<Plugin>();
     p->c.abi_version = EPPROF_EP_PLUGIN_ABI_VERSION;
-    p->c.name = "cuda";
+    p->c.name = "CUDAExecutionProvider";  // ONNX Runtime's naming: the `provider` arg of node events
     p->c.claims = claims;
     p->c.create_kernel = create_kernel;
     p->c.compute = compute;

@@ -279,6 +279,33 @@ TEST(RunCliOpenClScopes, ParallelSessionAndRunTracesAreEachAttributedToTheirOwnS
 }
 #endif
 
+#ifdef EPPROF_REFUSED_EP_PATH
+TEST(RunCli, AnEpRefusedAtLoadLeavesItsNodesToTheNextEp) {
+  TempDir dir;
+  const std::string refused = EPPROF_REFUSED_EP_PATH;
+  Result r = epprof({kModels + "/mlp.onnx", "--ep", refused + ",cpu", "--runs", "1", "--save-outputs", dir.file("a"),
+                     "--output", dir.file("t.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("its nodes run on the next EP in --ep (cpu)"), std::string::npos) << r.output;
+  // The results are those of the CPU EP alone.
+  ASSERT_EQ(epprof({kModels + "/mlp.onnx", "--runs", "1", "--no-profile", "--save-outputs", dir.file("b")}).exit_code, 0);
+  size_t compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("a"))) {
+    const auto a = epprof::rt::read_tensor_file(entry.path().string()).tensor;
+    const auto b = epprof::rt::read_tensor_file(dir.file("b/" + entry.path().filename().string())).tensor;
+    ASSERT_EQ(a.size(), b.size());
+    for (int64_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]);
+    ++compared;
+  }
+  EXPECT_GT(compared, 0u);
+  // As the only EP it is an error.
+  r = epprof({kModels + "/mlp.onnx", "--ep", refused, "--output", dir.file("t2.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(refused), std::string::npos) << r.output;
+}
+#endif
+
 // ---- bad input: a clear message, exit 1, no crash ----
 
 struct BadModel {

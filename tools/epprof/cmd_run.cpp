@@ -65,7 +65,9 @@ void print_help() {
       "                       library libepprof_<name>.so next to epprof's lib directory),\n"
       "                       or a path to an EP plugin library. Nodes no EP claims are an\n"
       "                       error; list 'cpu' last to let it run the rest. A plugin EP's\n"
-      "                       device profiler traces its device work into the trace.\n"
+      "                       device profiler traces its device work into the trace. A\n"
+      "                       plugin refused at load (no device) is skipped with a warning\n"
+      "                       when EPs follow it, and is an error when it is the last\n"
       "  --executor KIND      sequential (default) or parallel\n"
       "  --threads N          parallel executor threads, 1..256 (default: all cores)\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
@@ -303,7 +305,17 @@ int execute(const Options& o) {
   const std::string model = o.model.empty() ? default_model() : o.model;
   const std::string output = o.output.empty() ? "epprof_" + basename_no_ext(model) + ".json" : o.output;
   rt::SessionOptions so;
-  for (const auto& name : o.eps) so.providers.push_back(make_ep(name));
+  for (size_t i = 0; i < o.eps.size(); ++i) {
+    try {
+      so.providers.push_back(make_ep(o.eps[i]));
+    } catch (const rt::Error& e) {
+      // A plugin EP refused at load (no device, no driver): with EPs after
+      // it in the list, its nodes go to them and the results are the same.
+      if (i + 1 == o.eps.size()) throw;
+      std::fprintf(stderr, "epprof run: warning: %s\nepprof run: warning: EP '%s' not used; its nodes run on the next EP in --ep (%s)\n",
+                   e.what(), o.eps[i].c_str(), o.eps[i + 1].c_str());
+    }
+  }
   so.executor = o.executor;
   so.threads = o.threads;
   std::vector<epprof_plugin_t> plugins = load_plugins(o);
