@@ -67,7 +67,7 @@ void print_help() {
       "                       error; list 'cpu' last to let it run the rest. A plugin EP's\n"
       "                       device profiler traces its device work into the trace. A\n"
       "                       plugin refused at load (no device) is skipped with a warning\n"
-      "                       when EPs follow it, and is an error when it is the last\n"
+      "                       when EPs follow it, and an error when it is the last one.\n"
       "  --executor KIND      sequential (default) or parallel\n"
       "  --threads N          parallel executor threads, 1..256 (default: all cores)\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
