@@ -294,7 +294,8 @@ static inline int epprof_session_any_active(const uint32_t* word) {
  * (its NODE event first), so that the dispatch range keeps or drops them
  * together. With LOSSLESS sessions the call may wait for buffer space.
  * No allocation. Returns NULL; INVALID_ARGUMENT for NULL records with
- * count > 0 or an unknown kind (nothing is offered then). */
+ * count > 0 or an unknown kind (nothing is offered then). With no session
+ * active it returns NULL at once, checking nothing. */
 EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size_t count);
 
 /* One active session's answer to a dispatch query. */

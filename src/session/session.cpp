@@ -274,7 +274,7 @@ void Session::deliver(const epprof_record* records, size_t count, uint64_t dropp
   if (!settings_.callback) return;
   callback_calls_.fetch_add(1, std::memory_order_relaxed);
   try {
-    epprof_session_t self{handle_};
+    epprof_session_t self{handle()};
     if (epprof_status* st = settings_.callback(settings_.callback_user_data, self, records, count, dropped)) {
       count_callback_error("record callback", std::string(epprof_status_code_name(epprof_status_get_code(st))) +
                                                   ": " + epprof_status_get_message(st));
@@ -291,7 +291,7 @@ void Session::count_callback_error(const char* what, const std::string& message)
   callback_errors_.fetch_add(1, std::memory_order_relaxed);
   if (warned_.exchange(true)) return;
   try {
-    core::log_warning(EPPROF_PLUGIN_ERROR, "epprof session " + std::to_string(handle_) + ": the " + what +
+    core::log_warning(EPPROF_PLUGIN_ERROR, "epprof session " + std::to_string(handle()) + ": the " + what +
                                                " failed: " + message +
                                                " (further failures are counted in callback_errors)");
   } catch (...) {

@@ -81,8 +81,8 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  void set_handle(uint64_t h) { handle_ = h; }
-  uint64_t handle() const { return handle_; }
+  void set_handle(uint64_t h) { handle_.store(h, std::memory_order_release); }
+  uint64_t handle() const { return handle_.load(std::memory_order_acquire); }
   const SessionSettings& settings() const { return settings_; }
   const Filters& filters() const { return filters_; }
 
@@ -129,7 +129,7 @@ class Session {
 
   SessionSettings settings_;
   Filters filters_;
-  uint64_t handle_ = 0;
+  std::atomic<uint64_t> handle_{0};  // set after the delivery thread started
   std::atomic<epprof_session_state> state_{EPPROF_SESSION_CREATED};
 
   // The ring: Vyukov's bounded queue, single consumer.
