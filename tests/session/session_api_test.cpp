@@ -314,15 +314,17 @@ TEST(SessionApi, CallbackErrorsAndExceptionsAreCountedNotPropagated) {
       throw std::runtime_error("tool threw");
     }
   } flaky;
-  std::vector<std::string> logged;
-  std::mutex log_mu;
+  struct Log {
+    std::mutex mu;
+    std::vector<std::string> lines;
+  } log;
   epprof_set_log_callback(
       [](void* u, epprof_status_code, const char* m) {
-        auto* v = static_cast<std::pair<std::mutex*, std::vector<std::string>*>*>(u);
-        std::lock_guard<std::mutex> lock(*v->first);
-        v->second->push_back(m);
+        auto* l = static_cast<Log*>(u);
+        std::lock_guard<std::mutex> lock(l->mu);
+        l->lines.push_back(m);
       },
-      new std::pair<std::mutex*, std::vector<std::string>*>(&log_mu, &logged));
+      &log);
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
   cfg.callback = &Flaky::cb;
@@ -338,9 +340,9 @@ TEST(SessionApi, CallbackErrorsAndExceptionsAreCountedNotPropagated) {
   EXPECT_EQ(st.callback_errors, 4u);
   EXPECT_EQ(st.records_delivered, 4u);
   epprof_set_log_callback(nullptr, nullptr);
-  std::lock_guard<std::mutex> lock(log_mu);
-  ASSERT_EQ(logged.size(), 1u);  // once, then counted
-  EXPECT_NE(logged[0].find("tool is unhappy"), std::string::npos) << logged[0];
+  std::lock_guard<std::mutex> lock(log.mu);
+  ASSERT_EQ(log.lines.size(), 1u);  // once, then counted
+  EXPECT_NE(log.lines[0].find("tool is unhappy"), std::string::npos) << log.lines[0];
 }
 
 TEST(SessionApi, OwnCallbackCannotFlushStopOrDestroy) {
