@@ -114,7 +114,7 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
   std::set<std::string> names_used;
   int64_t next_pid = 1;
   for (const Scan& s : scans)
-    for (int64_t p : s.pids) next_pid = std::max(next_pid, p + 1);
+    for (int64_t p : s.pids) next_pid = std::max(next_pid, p < INT64_MAX ? p + 1 : p);
   std::vector<std::map<int64_t, int64_t>> pid_map(paths.size());
   std::vector<std::map<int64_t, std::string>> new_names(paths.size());
   std::vector<uint64_t> id_shift(paths.size(), 0);

@@ -364,7 +364,8 @@ class Reader {
     if (t == od::json_type::number) {
       if (!v.get_int64().get(*out)) return true;
       double d;
-      if (v.get_double().get(d) || d != double(int64_t(d))) return false;
+      // Range first: converting an out-of-range double is undefined.
+      if (v.get_double().get(d) || !(d >= -9.2e18 && d <= 9.2e18) || d != double(int64_t(d))) return false;
       *out = int64_t(d);
       return true;
     }

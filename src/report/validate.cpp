@@ -62,8 +62,10 @@ class Validator {
       return has;
     };
     if (e.ph == "X") {
-      bool ok = need(e.has_pid, "pid") & need(e.has_tid, "tid") & need(e.has_ts, "ts") & need(e.has_dur, "dur");
-      if (!ok) return true;
+      // Each missing field is its own violation: no short-circuit.
+      const bool pid = need(e.has_pid, "pid"), tid = need(e.has_tid, "tid");
+      const bool ts = need(e.has_ts, "ts"), dur = need(e.has_dur, "dur");
+      if (!(pid && tid && ts && dur)) return true;
       if (e.dur < 0) add("negative-duration", at + " " + name + ": dur " + std::string(e.dur_raw) + " < 0");
       auto [it, fresh] = last_ts_.try_emplace({e.pid, e.tid}, e.ts);
       if (!fresh) {

@@ -103,6 +103,8 @@ TEST(Reader, BadInputGivesAClearError) {
       {"object without traceEvents", R"({"a":1})", "traceEvents"},
       {"traceEvents not an array", R"({"traceEvents":{}})", "not an array"},
       {"pid not integer", R"([{"cat":"a","name":"b","ph":"X","pid":1.5}])", "pid"},
+      // Regression (fuzzer): a pid beyond int64 was converted with UB.
+      {"pid out of range", R"([{"cat":"a","name":"b","ph":"X","pid":3333333333333333333333333333333331}])", "pid"},
       {"ts not a number", R"([{"cat":"a","name":"b","ph":"X","ts":"x"}])", "ts"},
       {"bad utf-8", "[{\"cat\":\"a\",\"name\":\"\xff\xfe\",\"ph\":\"i\"}]", "event #0"},
   };
