@@ -281,9 +281,11 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-std::string run_trace_path(const std::string& output, int run) {
+// PATH without .json + ".run<N>.json"; later APPLICATION passes add ".pass<P>".
+std::string run_trace_path(const std::string& output, int pass, int run) {
   std::string stem = output;
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  if (pass > 0) stem += ".pass" + std::to_string(pass + 1);
   return stem + ".run" + std::to_string(run) + ".json";
 }
 
@@ -301,21 +303,39 @@ std::vector<epprof_plugin_t> load_plugins(const Options& o) {
   return out;
 }
 
+// The EPs of --ep, in order. A plugin EP refused at load (no device, no
+// driver) is skipped with a warning when EPs follow it: its nodes go to
+// them and the results are the same. As the last EP it is an error.
+std::vector<std::shared_ptr<rt::ExecutionProvider>> make_eps(const std::vector<std::string>& names) {
+  std::vector<std::shared_ptr<rt::ExecutionProvider>> eps;
+  for (size_t i = 0; i < names.size(); ++i) {
+    try {
+      eps.push_back(make_ep(names[i]));
+    } catch (const rt::Error& e) {
+      if (i + 1 == names.size()) throw;
+      std::fprintf(stderr,
+                   "epprof run: warning: %s\nepprof run: warning: EP '%s' not used; its nodes run on the next EP "
+                   "in --ep (%s)\n",
+                   e.what(), names[i].c_str(), names[i + 1].c_str());
+    }
+  }
+  return eps;
+}
+
+void save_outputs(const std::string& dir, const rt::Session& session, const std::vector<rt::Tensor>& outputs) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw rt::Error(rt::ErrorKind::Io, "cannot create '" + dir + "': " + std::strerror(errno));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = session.outputs()[i].name;
+    rt::write_tensor_file(dir + "/" + name + ".pb", outputs[i], name);
+  }
+}
+
 int execute(const Options& o) {
   const std::string model = o.model.empty() ? default_model() : o.model;
   const std::string output = o.output.empty() ? "epprof_" + basename_no_ext(model) + ".json" : o.output;
   rt::SessionOptions so;
-  for (size_t i = 0; i < o.eps.size(); ++i) {
-    try {
-      so.providers.push_back(make_ep(o.eps[i]));
-    } catch (const rt::Error& e) {
-      // A plugin EP refused at load (no device, no driver): with EPs after
-      // it in the list, its nodes go to them and the results are the same.
-      if (i + 1 == o.eps.size()) throw;
-      std::fprintf(stderr, "epprof run: warning: %s\nepprof run: warning: EP '%s' not used; its nodes run on the next EP in --ep (%s)\n",
-                   e.what(), o.eps[i].c_str(), o.eps[i + 1].c_str());
-    }
-  }
+  so.providers = make_eps(o.eps);
   so.executor = o.executor;
   so.threads = o.threads;
   std::vector<epprof_plugin_t> plugins = load_plugins(o);
@@ -343,21 +363,22 @@ int execute(const Options& o) {
   rt::Session session(model, so);
   const auto inputs = make_inputs(session, o);
 
+  // APPLICATION replay (--counters) runs the whole workload (warm-up and
+  // measured runs) once per pass; the per-op time table covers the first.
+  const int per_pass = o.warmup + o.runs, passes = counters ? counters->workload_passes() : 1;
   std::vector<rt::Tensor> outputs;
   std::vector<std::string> run_traces;
-  Progress progress(o.warmup + o.runs);
+  Progress progress(passes * per_pass);
   const auto t0 = std::chrono::steady_clock::now();
-  // APPLICATION replay (--counters) runs the whole workload once per pass.
-  const int per_pass = o.warmup + o.runs, passes = counters ? counters->workload_passes() : 1;
   for (int k = 0; k < passes * per_pass; ++k) {
-    const int r = k % per_pass;
-    if (counters && r == 0) counters->begin_pass(k / per_pass);
+    const int pass = k / per_pass, r = k % per_pass;
+    if (counters && r == 0) counters->begin_pass(pass);
     rt::RunOptions ro;
     std::unique_ptr<rt::ProfilingObserver> run_profiler;
     if (o.run_profiling) {
       rt::ProfilingOptions po;
-      po.trace_path = run_trace_path(output, r + 1);
-      po.scope_name = "run " + std::to_string(r + 1);
+      po.trace_path = run_trace_path(output, pass, r + 1);
+      po.scope_name = (pass ? "pass " + std::to_string(pass + 1) + " " : std::string()) + "run " + std::to_string(r + 1);
       po.plugins = plugins;
       po.integer_timestamps = o.integer_timestamps;
       run_profiler = std::make_unique<rt::ProfilingObserver>(po);
@@ -368,35 +389,29 @@ int execute(const Options& o) {
       run_profiler->finish();
       run_traces.push_back(run_profiler->trace_path());
     }
-    progress.update(r + 1);
+    progress.update(k + 1);
     if (counters && r + 1 == per_pass) counters->end_pass();
   }
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.save_outputs.empty()) save_outputs(o.save_outputs, session, outputs);
 
-  if (!o.save_outputs.empty()) {
-    if (mkdir(o.save_outputs.c_str(), 0755) != 0 && errno != EEXIST)
-      throw rt::Error(rt::ErrorKind::Io, "cannot create '" + o.save_outputs + "': " + std::strerror(errno));
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string& name = session.outputs()[i].name;
-      rt::write_tensor_file(o.save_outputs + "/" + name + ".pb", outputs[i], name);
-    }
-  }
   std::string eps;
   for (const auto& ep : o.eps) eps += (eps.empty() ? "" : ",") + ep;
   std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
               session.executor_name(), eps.c_str());
-  std::printf("runs: %d measured + %d warm-up, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
-              wall_ms / double(o.warmup + o.runs));
+  std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
+              passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "",
+              wall_ms / double(passes * per_pass));
   if (counters) {
     counters->finish();
-    counters->print(stdout, o.warmup, o.warmup + o.runs);
+    counters->print(stdout, o.warmup, per_pass);
   }
   if (!session_profiler) return kExitOk;
 
   const epprof_trace_stats stats = session_profiler->finish();
   if (o.table) {
     std::string error;
-    if (!print_op_table(output, o.warmup, stdout, &error)) {
+    if (!print_op_table(output, o.warmup, o.runs, stdout, &error)) {
       std::fprintf(stderr, "epprof run: %s\n", error.c_str());
       return kExitError;
     }

@@ -21,7 +21,7 @@ struct OpStats {
 
 }  // namespace
 
-bool print_op_table(const std::string& trace_path, int skip_runs, FILE* out, std::string* error) {
+bool print_op_table(const std::string& trace_path, int skip_runs, int max_runs, FILE* out, std::string* error) {
   simdjson::dom::parser parser;
   simdjson::dom::array events;
   if (auto err = parser.load(trace_path).get(events)) {
@@ -47,6 +47,7 @@ bool print_op_table(const std::string& trace_path, int skip_runs, FILE* out, std
     return false;
   }
   runs.erase(runs.begin(), runs.begin() + skip_runs);
+  if (runs.size() > size_t(max_runs)) runs.resize(size_t(max_runs));
   double run_total = 0;
   for (const Slice& r : runs) run_total += r.dur;
 
