@@ -37,9 +37,9 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs `epprof run ARGS...`.
-Result epprof(const std::vector<std::string>& args) {
-  std::string cmd = quote(EPPROF_CLI_PATH) + " run";
+// Runs `epprof COMMAND ARGS...`.
+Result epprof_cmd(const std::string& command, const std::vector<std::string>& args) {
+  std::string cmd = quote(EPPROF_CLI_PATH) + " " + command;
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " 2>&1";
   Result r;
@@ -52,6 +52,9 @@ Result epprof(const std::vector<std::string>& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+// Runs `epprof run ARGS...`.
+Result epprof(const std::vector<std::string>& args) { return epprof_cmd("run", args); }
 
 std::vector<TraceEvent> events_of(const std::vector<TraceEvent>& trace, const std::string& cat,
                                   const std::string& ph = "X") {
@@ -305,6 +308,97 @@ TEST(RunCli, AnEpRefusedAtLoadLeavesItsNodesToTheNextEp) {
   EXPECT_NE(r.output.find(refused), std::string::npos) << r.output;
 }
 #endif
+
+// ---- counters per dispatch ----
+
+// The dims of the i-th tensor of an input_type_shape arg.
+std::vector<int64_t> dims_of(const std::string& args_json, const char* key, size_t i) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element args;
+  std::vector<int64_t> out;
+  if (parser.parse(args_json).get(args)) return out;
+  simdjson::dom::array list;
+  if (args[key].get(list)) return out;
+  size_t k = 0;
+  for (simdjson::dom::element t : list) {
+    if (k++ != i) continue;
+    for (auto field : simdjson::dom::object(t))
+      for (simdjson::dom::element d : simdjson::dom::array(field.value)) out.push_back(int64_t(d));
+  }
+  return out;
+}
+
+TEST(RunCli, CountersLandOnNodeEventsAndCounterTracks) {
+  TempDir dir;
+  const std::string trace_path = dir.file("mlp.json");
+  Result r = epprof({kModels + "/mlp.onnx", "--runs", "2", "--warmup", "0", "--counters", "task-clock,flops,bytes",
+                     "--output", trace_path});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("task-clock"), std::string::npos) << "no counter table:\n" << r.output;
+  const auto trace = epprof::testing::read_trace(trace_path);
+  size_t gemms = 0;
+  std::map<std::string, size_t> samples;
+  for (const auto& e : trace)
+    if (e.ph == "C") ++samples[e.name];
+  for (const auto& n : events_of(trace, "Node")) {
+    SCOPED_TRACE(n.name);
+    ASSERT_TRUE(n.has_arg("task-clock") && n.has_arg("flops") && n.has_arg("bytes")) << n.args_json;
+    EXPECT_GE(std::stoll(n.arg("task-clock")), 0);
+    // bytes: what the node read and wrote, the sizes ONNX Runtime reports.
+    EXPECT_EQ(std::stoll(n.arg("bytes")), std::stoll(n.arg("activation_size")) + std::stoll(n.arg("parameter_size")) +
+                                              std::stoll(n.arg("output_size")));
+    if (n.arg("op_name") != "Gemm") continue;
+    // flops of Gemm(A[M,K], B[N,K]^T, C): 2*M*N*K multiply-adds, + M*N for adding C.
+    const auto a = dims_of(n.args_json, "input_type_shape", 0), y = dims_of(n.args_json, "output_type_shape", 0);
+    ASSERT_EQ(a.size(), 2u);
+    ASSERT_EQ(y.size(), 2u);
+    EXPECT_EQ(std::stoll(n.arg("flops")), 2 * y[0] * y[1] * a[1] + y[0] * y[1]);
+    ++gemms;
+  }
+  EXPECT_GT(gemms, 0u);
+  const size_t nodes = events_of(trace, "Node").size();
+  for (const char* c : {"task-clock", "flops", "bytes"}) EXPECT_EQ(samples[c], nodes) << c << " counter track";
+}
+
+TEST(RunCli, CounterNamesAreCheckedWithSuggestions) {
+  Result r = epprof({kModels + "/mlp.onnx", "--counters", "task-clok", "--runs", "1", "--no-profile"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("unknown counter 'task-clok'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("did you mean: task-clock"), std::string::npos) << r.output;
+  // Hardware counters: values on a machine with a PMU, a reason (never zeros) without one.
+  r = epprof({kModels + "/mlp.onnx", "--counters", "cycles", "--runs", "1", "--no-profile"});
+  if (r.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("unsupported on this machine"), std::string::npos) << r.output;
+  }
+}
+
+// ---- the analysis tools on what `epprof run` writes ----
+
+TEST(RunCliTools, ValidateAndReportAcceptEveryKindOfRunTrace) {
+  TempDir dir;
+  std::vector<std::vector<std::string>> runs = {
+      {kModels + "/cnn.onnx", "--runs", "2"},
+      {kModels + "/transformer.onnx", "--executor", "parallel", "--threads", "2", "--runs", "2", "--run-profiling"},
+      {kModels + "/mlp.onnx", "--runs", "2", "--counters", "task-clock,flops"},
+      {kModels + "/mlp.onnx", "--runs", "2", "--integer-timestamps"},
+  };
+#ifdef EPPROF_HAVE_OPENCL_EP
+  runs.push_back({kModels + "/cnn.onnx", "--ep", "opencl,cpu", "--runs", "2", "--executor", "parallel"});
+#endif
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string trace_path = dir.file("t" + std::to_string(i) + ".json");
+    std::vector<std::string> args = runs[i];
+    args.insert(args.end(), {"--output", trace_path, "--no-table"});
+    Result r = epprof(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = epprof_cmd("validate", {trace_path});
+    EXPECT_EQ(r.exit_code, 0) << runs[i][0] << ": " << r.output;
+    r = epprof_cmd("report", {trace_path});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("op"), std::string::npos) << r.output;
+  }
+}
 
 // ---- bad input: a clear message, exit 1, no crash ----
 
