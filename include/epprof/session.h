@@ -40,7 +40,11 @@ extern "C" {
 /* What a record describes. Append-only. */
 typedef enum epprof_record_kind {
   EPPROF_RECORD_HOST_EVENT = 0,   /* a host event: session phase, run, node execution */
-  EPPROF_RECORD_DEVICE_EVENT = 1, /* device work (kernel, memcpy) reported by the host */
+  EPPROF_RECORD_DEVICE_EVENT = 1, /* device work (kernel, memcpy): a host may emit them,
+                                     and every epprof_profiler emits those of its EP
+                                     profilers, with the node attribution it resolved,
+                                     when it stops (plugins hand device work over at
+                                     end_profiling); the dispatch range does not apply */
   EPPROF_RECORD_COUNTER = 2       /* one counter's value over one dispatch */
 } epprof_record_kind;
 

@@ -11,6 +11,7 @@
 #include "core/merge.h"
 #include "core/profiler.h"
 #include "core/threads.h"
+#include "epprof/session.h"
 #include "export/atomic_file.h"
 #include "export/chrome_trace.h"
 #include "session/annotations.h"
@@ -56,6 +57,34 @@ void fill_attribution(Attribution& a, const Record* r, std::string_view name, in
     else
       dst->assign(v.str);
   }
+}
+
+// A device event as a session record (epprof/session.h), with the
+// attribution the host resolved; `t0` turns the trace's relative time back
+// into host-clock time.
+epprof_record device_record(const epprof_event& e, const Attribution* a, uint32_t ep, int64_t t0) {
+  epprof_record r{};
+  r.kind = EPPROF_RECORD_DEVICE_EVENT;
+  r.category = uint32_t(e.category);
+  r.correlation_id = e.correlation_id;
+  r.ts_ns = t0 + e.ts_ns;
+  r.dur_ns = e.dur_ns;
+  r.name = intern(e.name);
+  if (e.category == EPPROF_CATEGORY_KERNEL) r.kernel = r.name;
+  r.ep = ep;
+  r.node_index = EPPROF_RECORD_NO_NODE;
+  if (a && a->is_node) {
+    std::string_view node = a->parent_name;
+    constexpr std::string_view kSuffix = "_kernel_time";  // ONNX Runtime's node event names
+    if (node.size() > kSuffix.size() && node.substr(node.size() - kSuffix.size()) == kSuffix)
+      node.remove_suffix(kSuffix.size());
+    r.node = intern(node);
+    r.op_type = intern(a->op_name);
+    char* end = nullptr;
+    const unsigned long index = std::strtoul(a->node_index.c_str(), &end, 10);
+    if (end && *end == '\0' && !a->node_index.empty()) r.node_index = uint32_t(index);
+  }
+  return r;
 }
 
 }  // namespace
@@ -138,6 +167,11 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
   // kept, marked unattributed and counted.
   uint64_t unattributed = 0, flow_id = 0;
   static const Attribution kNoId{};
+  const bool sessions_active = epprof_session_any_active(epprof_session_active_word());
+  std::vector<epprof_record> session_records;
+  std::vector<uint32_t> ep_names;
+  if (sessions_active)
+    for (const auto& ep : eps_) ep_names.push_back(intern(ep->name()));
   for (const DeviceEvent& d : device) {
     const epprof_event& e = *d.event;
     const Attribution* a = nullptr;
@@ -152,7 +186,13 @@ std::string Profiler::write_trace(epprof_trace_stats* stats) {
                        d.tid, e.ts_ns, e.dur_ns, &e.keys, &e.values, a});
     if (a && a->resolved && is_device_category(e.category))
       sink.flow(++flow_id, pid, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
+    if (sessions_active && is_device_category(e.category))
+      session_records.push_back(device_record(e, a, ep_names[d.plugin], t0));
   }
+  // Sessions see device work when its scope ends: that is when plugins hand
+  // it over (end_profiling). A session's filters (kernel names, EPs, ...)
+  // apply as to any record.
+  if (!session_records.empty()) epprof_session_emit(session_records.data(), session_records.size());
 
   // 4. Track names and the metadata record.
   sink.track_name({pid, -1, "epprof host (" + config_.scope_name + ")"});

@@ -3,7 +3,10 @@
 // plugin errors that must never stop profiling or lose valid events.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -295,6 +298,47 @@ TEST(FakePluginProfiling, DeviceEventsWithoutAHostEventAreKeptMarkedAndCounted) 
     if (e.name == "epprof_metadata") meta = &e;
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->arg("unattributed_device_events"), "2");
+  delete pl;
+}
+
+// Collects what a session delivers.
+epprof_status* collect_records(void* user, epprof_session_t, const epprof_record* records, size_t count, uint64_t) {
+  auto* out = static_cast<std::vector<epprof_record>*>(user);
+  out->insert(out->end(), records, records + count);
+  return nullptr;
+}
+
+TEST(FakePluginProfiling, ActiveSessionsReceiveTheDeviceEventsWithTheirAttribution) {
+  std::vector<epprof_record> got;
+  epprof_session_config sc{};
+  sc.size = sizeof sc;
+  sc.callback = collect_records;
+  sc.callback_user_data = &got;
+  sc.record_kinds = 1u << EPPROF_RECORD_DEVICE_EVENT;
+  sc.kernel_name_regex = "fake_.*";
+  epprof_session_t session;
+  EPPROF_ASSERT_OK(epprof_session_create(&sc, &session));
+  EPPROF_ASSERT_OK(epprof_session_start(session));
+  auto* pl = new_fake_plugin();
+  Recorded r = run_fake(pl, 3);
+  EPPROF_ASSERT_OK(epprof_session_stop(session));  // delivers what is buffered
+  EPPROF_ASSERT_OK(epprof_session_destroy(session));
+
+  std::map<std::string, const epprof::testing::TraceEvent*> kernels;  // by correlation id
+  for (auto& e : r.events)
+    if (e.cat == "Kernel") kernels[e.arg("correlation_id")] = &e;
+  ASSERT_EQ(got.size(), 3u);
+  for (const epprof_record& rec : got) {
+    EXPECT_EQ(rec.kind, uint32_t(EPPROF_RECORD_DEVICE_EVENT));
+    EXPECT_EQ(rec.category, uint32_t(EPPROF_CATEGORY_KERNEL));
+    EXPECT_STREQ(epprof_name(rec.kernel), "fake_kernel");
+    EXPECT_STREQ(epprof_name(rec.ep), "fake");
+    EXPECT_STREQ(epprof_name(rec.op_type), "Gemm");
+    EXPECT_STREQ(epprof_name(rec.node), "n");  // the node event "n_kernel_time"
+    auto k = kernels.find(std::to_string(rec.correlation_id));
+    ASSERT_NE(k, kernels.end()) << "a record for a kernel the trace does not have";
+    EXPECT_EQ(rec.dur_ns, std::llround(k->second->dur * 1000));
+  }
   delete pl;
 }
 

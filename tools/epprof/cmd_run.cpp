@@ -198,8 +198,11 @@ std::vector<std::string> plugin_dirs() {
 // An EP by name: "cpu", a plugin name, or a plugin library path.
 std::shared_ptr<rt::ExecutionProvider> make_ep(const std::string& name) {
   if (name == "cpu") return rt::make_cpu_execution_provider();
-  if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos)
+  if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos) {
+    if (access(name.c_str(), R_OK) != 0)
+      throw rt::Error(rt::ErrorKind::BadInput, "--ep: cannot read EP plugin '" + name + "': " + std::strerror(errno));
     return rt::load_plugin_ep(name);
+  }
   std::string tried;
   for (const std::string& dir : plugin_dirs()) {
     const std::string path = dir + "/libepprof_" + name + ".so";
@@ -303,16 +306,18 @@ std::vector<epprof_plugin_t> load_plugins(const Options& o) {
   return out;
 }
 
-// The EPs of --ep, in order. A plugin EP refused at load (no device, no
-// driver) is skipped with a warning when EPs follow it: its nodes go to
-// them and the results are the same. As the last EP it is an error.
+// The EPs of --ep, in order. A plugin EP that exists but cannot be used
+// here (refused at load: no device, no driver; rt::load_plugin_ep's Io
+// errors) is skipped with a warning when EPs follow it: its nodes go to
+// them and the results are the same. As the last EP it is an error, and so
+// is an unknown name or a missing file (BadInput) anywhere in the list.
 std::vector<std::shared_ptr<rt::ExecutionProvider>> make_eps(const std::vector<std::string>& names) {
   std::vector<std::shared_ptr<rt::ExecutionProvider>> eps;
   for (size_t i = 0; i < names.size(); ++i) {
     try {
       eps.push_back(make_ep(names[i]));
     } catch (const rt::Error& e) {
-      if (i + 1 == names.size()) throw;
+      if (e.kind() != rt::ErrorKind::Io || i + 1 == names.size()) throw;
       std::fprintf(stderr,
                    "epprof run: warning: %s\nepprof run: warning: EP '%s' not used; its nodes run on the next EP "
                    "in --ep (%s)\n",
