@@ -2,14 +2,15 @@
 // softmax), compiled at load time with NVRTC for the device's architecture,
 // so the build needs no nvcc. MatMul and Gemm use cuBLAS.
 #pragma once
+#include "ep_ops.h"
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace epprof::cuda {
 
-constexpr int kMaxBroadcastRank = 6;
-constexpr int kMaxBatchRank = 4;
+using ep_common::kMaxBroadcastRank;
+using ep_common::kMaxBatchRank;
 
 // Passed by value to the broadcasting kernels; mirrors `struct BParams` in
 // the kernel source.

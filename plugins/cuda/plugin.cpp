@@ -82,13 +82,7 @@ epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_ten
     // as CUPTI's external correlation id in start_event, on this thread.
     const ComputeResult r =
         cuda::compute(*s.device, s.alloc_limit, *static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs);
-    switch (r.kind) {
-      case ComputeResult::Kind::Ok: return nullptr;
-      case ComputeResult::Kind::OutOfMemory: return make_status(s, EPPROF_OUT_OF_MEMORY, r.message);
-      case ComputeResult::Kind::Unsupported: return make_status(s, EPPROF_UNSUPPORTED, r.message);
-      case ComputeResult::Kind::Failed: break;
-    }
-    return make_status(s, EPPROF_PLUGIN_ERROR, r.message);
+    return ep_common::to_status(s.host, "cuda EP: ", r);
   } catch (const std::bad_alloc&) {
     return make_status(s, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 // parameter structs passed to them by value. The structs hold only 8-byte
 // fields (then floats at the end), so host and device layouts agree.
 #pragma once
+#include "ep_ops.h"
 #include <CL/cl.h>
 
 namespace epprof::opencl {
@@ -11,8 +12,8 @@ enum class Program { Elementwise, Softmax, MatMul, Gemm, Count_ };
 const char* program_name(Program p);    // "elementwise", ...
 const char* program_source(Program p);  // OpenCL C
 
-constexpr int kMaxBroadcastRank = 6;
-constexpr int kMaxBatchRank = 4;  // MatMul batch dims (operands of rank <= 6)
+using ep_common::kMaxBroadcastRank;
+using ep_common::kMaxBatchRank;
 
 struct BroadcastParams {  // binary_* kernels
   cl_long rank, n;

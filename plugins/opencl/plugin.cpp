@@ -81,16 +81,9 @@ epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_ten
     const ComputeResult r =
         opencl::compute(*s.device, s.alloc_limit, *static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs,
                         &records);
-    switch (r.kind) {
-      case ComputeResult::Kind::Ok:
-        // Still on the node's thread: the profilers tag with its id.
-        s.registry.record(records);
-        return nullptr;
-      case ComputeResult::Kind::OutOfMemory: return make_status(s, EPPROF_OUT_OF_MEMORY, r.message);
-      case ComputeResult::Kind::Unsupported: return make_status(s, EPPROF_UNSUPPORTED, r.message);
-      case ComputeResult::Kind::Failed: break;
-    }
-    return make_status(s, EPPROF_PLUGIN_ERROR, r.message);
+    // Still on the node's thread: the profilers tag with its id.
+    if (r.kind == ComputeResult::Kind::Ok) s.registry.record(records);
+    return ep_common::to_status(s.host, "opencl EP: ", r);
   } catch (const std::bad_alloc&) {
     return make_status(s, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");
   } catch (const std::exception& e) {
