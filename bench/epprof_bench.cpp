@@ -242,6 +242,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
 constexpr const char* kEnabled = "event_enabled";
 constexpr const char* kEnabledWithId = "event_enabled_with_id_next";
+constexpr const char* kEnabledLong = "event_enabled_long_scope";
 constexpr const char* kEnabledSpilling = "event_enabled_spilling";
 constexpr const char* kDisabled = "event_disabled";
 constexpr const char* kDisabledGuarded = "event_disabled_guarded";
@@ -253,6 +254,22 @@ void BM_event_enabled(benchmark::State& state) {
   // Budget above what the repetition records: no spill inside the timing.
   RunningProfiler prof("hot", 1ull << 30);
   const epprof_profiler_t p = prof.handle();
+  const epprof_name_id name = g_name;
+  uint64_t id = g_api.id_next();
+  for (auto _ : state) {
+    g_api.begin(p, EPPROF_CATEGORY_NODE, name, id);
+    g_api.end(p, id, nullptr, 0);
+    ++id;
+  }
+}
+
+// A long scope: one profiler records far more than the slab pool of
+// finished profilers holds (64 MiB), so most chunks are fresh memory whose
+// pages are populated on the recording thread.
+RunningProfiler* g_long_scope = nullptr;  // lives across repetitions
+void BM_event_enabled_long_scope(benchmark::State& state) {
+  if (!g_long_scope) g_long_scope = new RunningProfiler("hot_long", 4ull << 30);
+  const epprof_profiler_t p = g_long_scope->handle();
   const epprof_name_id name = g_name;
   uint64_t id = g_api.id_next();
   for (auto _ : state) {
@@ -786,6 +803,8 @@ std::vector<Row> build_rows() {
   };
   micro(kEnabled, "host event begin+end, enabled", 30, "public C API, running profiler, no args");
   micro(kEnabledWithId, "  same + epprof_correlation_id_next", 0, "what a host pays per event");
+  micro(kEnabledLong, "  same, one long scope, fresh memory", 0,
+        "one profiler past the 64 MiB slab pool: new chunk pages are populated on the recording thread");
   micro(kEnabledSpilling, "  same, 64 MiB budget, spilling", 0,
         "steady state past the default budget: rollovers spill on the recording thread");
   micro(kDisabledGuarded, "host event begin+end, disabled", 2,
@@ -835,6 +854,7 @@ void register_all() {
   };
   micro(kEnabled, BM_event_enabled, hot);
   micro(kEnabledWithId, BM_event_enabled_with_id, hot);
+  micro(kEnabledLong, BM_event_enabled_long_scope, hot);
   micro(kEnabledSpilling, BM_event_enabled_spilling, hot);
   micro(kDisabled, BM_event_disabled, hot * 25);
   micro(kDisabledGuarded, BM_event_disabled_guarded, hot * 25);
@@ -909,6 +929,8 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   delete g_spilling;
   g_spilling = nullptr;
+  delete g_long_scope;
+  g_long_scope = nullptr;
 
   print_table(build_rows(), load_before);
   return g_failed ? 1 : 0;
