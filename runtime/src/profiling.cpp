@@ -103,52 +103,72 @@ std::string type_shape_json(const std::vector<Tensor>& tensors) {
 // event name, op type and provider, and for the last shapes seen the
 // interned type/shape JSON and byte sizes. Nodes usually see the same shapes
 // every run, so node_end builds no strings and copies no text: its args are
-// interned ids and integers. Each entry remembers its Node, so an observer
-// shared by two sessions stays correct (it just takes the slow path).
-struct ProfilingObserver::NodeCache {
+// interned ids and integers. node_end runs right after a kernel that has
+// usually evicted the caches, so what it reads is packed: the names sit in
+// the NodeCache's own cache line and a Shapes keeps its signature inline.
+// Each entry remembers its Node, so an observer shared by two sessions stays
+// correct (the second node's names take a slower, locked path).
+struct alignas(64) ProfilingObserver::NodeCache {
   struct Names {
     const Node* node;
     epprof_name_id event, op_type, provider;
   };
   struct Shapes {
-    const Node* node;
-    std::vector<int64_t> signature;  // dtype, rank, dims of each input, then each output
-    std::string inputs_json, outputs_json;
+    static constexpr size_t kInline = 24;
+    const Node* node = nullptr;
+    size_t signature_size = 0;
+    int64_t inline_signature[kInline];  // dtype, rank, dims of each input, then each output
+    std::vector<int64_t> big_signature;  // when it does not fit inline
     epprof_name_id inputs_id = 0, outputs_id = 0;  // 0 if the string table is full
     int64_t activation_bytes = 0, parameter_bytes = 0, output_bytes = 0;
+    std::string inputs_json, outputs_json;
+    const int64_t* signature() const { return signature_size <= kInline ? inline_signature : big_signature.data(); }
   };
-  std::atomic<const Names*> names{nullptr};
+
+  std::atomic<const Node*> owner{nullptr};  // set once; `names` below are its names
+  Names names{};
   std::atomic<const Shapes*> shapes{nullptr};
-  std::mutex mu;  // guards the two lists below
-  std::vector<std::unique_ptr<Names>> all_names;    // every Names ever published
+  std::mutex mu;  // guards the lists below and the first `names`
+  std::vector<std::unique_ptr<Names>> other_names;  // nodes of other sessions sharing this index
   std::vector<std::unique_ptr<Shapes>> all_shapes;  // every Shapes ever published
 
   const Names& names_for(const NodeInfo& info) {
-    const Names* n = names.load(std::memory_order_acquire);
-    if (n && n->node == &info.node) return *n;
-    auto fresh = std::make_unique<Names>(Names{&info.node, intern((info.node.name + "_kernel_time").c_str()),
-                                               intern(info.node.op_type.c_str()), intern(info.provider.c_str())});
+    if (owner.load(std::memory_order_acquire) == &info.node) return names;
+    return names_slow(info);
+  }
+
+  const Names& names_slow(const NodeInfo& info) {
+    const Names fresh{&info.node, intern((info.node.name + "_kernel_time").c_str()), intern(info.node.op_type.c_str()),
+                      intern(info.provider.c_str())};
     std::lock_guard<std::mutex> lock(mu);
-    all_names.push_back(std::move(fresh));
-    names.store(all_names.back().get(), std::memory_order_release);
-    return *all_names.back();
+    if (!owner.load(std::memory_order_relaxed)) {
+      names = fresh;
+      owner.store(&info.node, std::memory_order_release);
+      return names;
+    }
+    if (owner.load(std::memory_order_relaxed) == &info.node) return names;
+    for (const auto& n : other_names)
+      if (n->node == &info.node) return *n;
+    other_names.push_back(std::make_unique<Names>(fresh));
+    return *other_names.back();
   }
 
   static bool matches(const Shapes& s, const Node& node, const NodeIo& io) {
     if (s.node != &node) return false;
+    const int64_t* sig = s.signature();
     size_t i = 0;
     auto same = [&](const Tensor& t) {
-      if (i + 2 + t.rank() > s.signature.size()) return false;
-      if (s.signature[i++] != int64_t(t.dtype()) || s.signature[i++] != int64_t(t.rank())) return false;
+      if (i + 2 + t.rank() > s.signature_size) return false;
+      if (sig[i++] != int64_t(t.dtype()) || sig[i++] != int64_t(t.rank())) return false;
       for (size_t d = 0; d < t.rank(); ++d)
-        if (s.signature[i++] != t.dim(d)) return false;
+        if (sig[i++] != t.dim(d)) return false;
       return true;
     };
     for (const Tensor* t : io.inputs)
       if (t && !same(*t)) return false;
     for (const Tensor& t : io.outputs)
       if (!t.empty() && !same(t)) return false;
-    return i == s.signature.size();
+    return i == s.signature_size;
   }
 
   const Shapes& shapes_for(const Node& node, const NodeIo& io) {
@@ -156,15 +176,21 @@ struct ProfilingObserver::NodeCache {
     if (s && matches(*s, node, io)) return *s;
     auto fresh = std::make_unique<Shapes>();
     fresh->node = &node;
+    std::vector<int64_t> sig;
     auto sign = [&](const Tensor& t) {
-      fresh->signature.push_back(int64_t(t.dtype()));
-      fresh->signature.push_back(int64_t(t.rank()));
-      for (size_t d = 0; d < t.rank(); ++d) fresh->signature.push_back(t.dim(d));
+      sig.push_back(int64_t(t.dtype()));
+      sig.push_back(int64_t(t.rank()));
+      for (size_t d = 0; d < t.rank(); ++d) sig.push_back(t.dim(d));
     };
     for (const Tensor* t : io.inputs)
       if (t) sign(*t);
     for (const Tensor& t : io.outputs)
       if (!t.empty()) sign(t);
+    fresh->signature_size = sig.size();
+    if (sig.size() <= Shapes::kInline)
+      std::copy(sig.begin(), sig.end(), fresh->inline_signature);
+    else
+      fresh->big_signature = std::move(sig);
     fresh->inputs_json = type_shape_json(io.inputs);
     fresh->outputs_json = type_shape_json(io.outputs);
     fresh->inputs_id = intern(fresh->inputs_json.c_str());

@@ -105,7 +105,7 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_CO
     return status_from(EPPROF_INVALID_ARGUMENT, [&] {
       return std::string(fn) + ": unknown category " + std::to_string(int(category));
     });
-  if (name == 0 || !core::interned(name))
+  if (!core::is_interned(name))
     return status_from(EPPROF_INVALID_ARGUMENT, [&] {
       return std::string(fn) + ": name " + std::to_string(name) +
              " is not an id returned by epprof_intern";

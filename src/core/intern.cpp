@@ -18,6 +18,9 @@ struct Table {
   std::mutex mu;
   std::unordered_map<std::string_view, uint32_t> ids;  // views into the strings below
   uint32_t count = 0;                                   // ids 1..count are used
+  // count, published after the string is in place: the hot path's validity
+  // check reads this one word instead of the string table.
+  alignas(64) std::atomic<uint32_t> published{0};
   std::atomic<Page*> pages[kPages] = {};
 
   ~Table() {
@@ -53,7 +56,12 @@ uint32_t intern(std::string_view s) {
   t.ids.emplace(std::string_view(*owned), id);
   (*page)[id & (kPageSize - 1)].store(owned.release(), std::memory_order_release);
   t.count = id;
+  t.published.store(id, std::memory_order_release);
   return id;
+}
+
+bool is_interned(uint32_t id) noexcept {
+  return id != 0 && id <= table().published.load(std::memory_order_relaxed);
 }
 
 const std::string* interned(uint32_t id) noexcept {

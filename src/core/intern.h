@@ -17,4 +17,9 @@ uint32_t intern(std::string_view s);
 // The interned string, or nullptr for an unknown id.
 const std::string* interned(uint32_t id) noexcept;
 
+// Whether `id` was returned by intern(): the same answer as interned(id) !=
+// nullptr for ids intern() handed out, reading one word, not the table (ids
+// are dense). For validating on the hot path.
+bool is_interned(uint32_t id) noexcept;
+
 }  // namespace epprof::core

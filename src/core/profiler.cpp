@@ -106,14 +106,14 @@ epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, ui
   size_t bytes = 4;
   for (size_t i = 0; i < num_args; ++i) {
     const epprof_arg& a = args[i];
-    if (a.key == 0 || !interned(a.key))
+    if (!is_interned(a.key))
       return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg " + std::to_string(i) +
                                   " has a key that is not an interned name id"); });
     if (a.type > EPPROF_ARG_JSON_NAME)
       return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg '" + *interned(a.key) + "' has unknown type " +
                                   std::to_string(a.type)); });
     if (a.type == EPPROF_ARG_NAME || a.type == EPPROF_ARG_JSON_NAME) {
-      if (a.value.name == 0 || !interned(a.value.name))
+      if (!is_interned(a.value.name))
         return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) +
                                     "' is not an interned name id"); });
       big_ids[i] = a.value.name;
