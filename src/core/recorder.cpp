@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -197,15 +200,17 @@ void* map_slab(size_t bytes) {
   return base == MAP_FAILED ? nullptr : base;
 }
 
-// Slabs of finished recorders, kept mapped and populated for the next
-// recorder (the next run's profiler, a restarted session), so that repeated
-// scopes write into resident memory and never fault. Bounded: past
-// kPoolCapBytes a slab is unmapped instead.
+// Slabs ready to write into, kept mapped and populated: those of finished
+// recorders (the next run's profiler, a restarted session reuses them), and
+// fresh ones a background thread populates ahead of a growing recorder, so
+// that a long scope's recording thread does not pay for page population
+// either. Bounded: past kPoolCapBytes a slab is unmapped instead.
 class SlabPool {
  public:
   static constexpr size_t kPoolCapBytes = size_t(64) << 20;
+  static constexpr size_t kAheadBytes = size_t(2) << 20;  // what the provisioner keeps ready
 
-  // A pooled slab, or {nullptr, 0}.
+  // A ready slab, or {nullptr, 0}.
   std::pair<void*, size_t> take() {
     std::lock_guard<std::mutex> lock(mu_);
     if (slabs_.empty()) return {nullptr, 0};
@@ -225,11 +230,46 @@ class SlabPool {
     }
     munmap(base, bytes);
   }
+  // A recorder is growing: have one fresh slab ready for its next need,
+  // populated off the recording thread. Never blocks.
+  void provision_ahead() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes_ >= kAheadBytes || provisioning_) return;
+    provisioning_ = true;
+    if (!thread_started_) {
+      thread_started_ = true;
+      try {
+        std::thread([this] { provisioner(); }).detach();
+      } catch (const std::system_error&) {
+        provisioning_ = false;  // no thread: slabs are mapped on demand
+        return;
+      }
+    }
+    cv_.notify_one();
+  }
 
  private:
+  void provisioner() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return provisioning_; });
+      lock.unlock();
+      void* base = map_slab(kAheadBytes);
+      lock.lock();
+      provisioning_ = false;
+      if (base) {
+        slabs_.emplace_back(base, kAheadBytes);
+        bytes_ += kAheadBytes;
+      }
+    }
+  }
+
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<std::pair<void*, size_t>> slabs_;
   size_t bytes_ = 0;
+  bool provisioning_ = false;
+  bool thread_started_ = false;
 };
 
 SlabPool& slab_pool() {
@@ -257,6 +297,8 @@ Chunk* Recorder::carve_chunk_locked() {
       if (!base) throw std::bad_alloc();
     }
     slabs_.push_back({base, bytes});
+    // A recorder that needed one slab will likely need another.
+    if (allocated_ + bytes / kChunkBytes < budget_chunks_) slab_pool().provision_ahead();
     slab_next_ = static_cast<unsigned char*>(base);
     slab_end_ = slab_next_ + bytes;
     next_slab_chunks_ = 32;
