@@ -127,60 +127,47 @@ epprof_record host_record(uint64_t corr, epprof_name_id name, int64_t ts, int64_
 
 }  // namespace
 
-void SessionObserver::session_phase_begin(const SessionPhaseInfo& info) {
-  if (options_.inner) options_.inner->session_phase_begin(info);
+// Session phases and runs: the start is kept by correlation id (a run may
+// end on another thread) and one HOST_EVENT record is emitted at the end.
+void SessionObserver::open_span(uint64_t correlation_id) {
   if (!epprof_session_any_active(active_)) return;
   std::lock_guard<std::mutex> lock(mu_);
-  open_ts_[info.correlation_id] = epprof_clock_now_ns();
+  open_ts_[correlation_id] = epprof_clock_now_ns();
+}
+
+void SessionObserver::close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id) {
+  if (!epprof_session_any_active(active_)) return;
+  int64_t start = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_ts_.find(correlation_id);
+    if (it == open_ts_.end()) return;  // opened while no session was active
+    start = it->second;
+    open_ts_.erase(it);
+  }
+  const epprof_record r = host_record(correlation_id, name, start, epprof_clock_now_ns() - start, run_id);
+  report("emit", epprof_session_emit(&r, 1));
+}
+
+void SessionObserver::session_phase_begin(const SessionPhaseInfo& info) {
+  if (options_.inner) options_.inner->session_phase_begin(info);
+  open_span(info.correlation_id);
 }
 
 void SessionObserver::session_phase_end(const SessionPhaseInfo& info) {
-  if (epprof_session_any_active(active_)) {
-    int64_t start = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = open_ts_.find(info.correlation_id);
-      if (it != open_ts_.end()) {
-        start = it->second;
-        open_ts_.erase(it);
-      }
-    }
-    if (start) {
-      static const epprof_name_id loading = intern("model_loading_uri"), init = intern("session_initialization");
-      const epprof_record r = host_record(info.correlation_id,
-                                          info.phase == SessionPhase::ModelLoading ? loading : init, start,
-                                          epprof_clock_now_ns() - start, 0);
-      report("emit", epprof_session_emit(&r, 1));
-    }
-  }
+  static const epprof_name_id loading = intern("model_loading_uri"), init = intern("session_initialization");
+  close_span(info.correlation_id, info.phase == SessionPhase::ModelLoading ? loading : init, 0);
   if (options_.inner) options_.inner->session_phase_end(info);
 }
 
 void SessionObserver::run_begin(const RunInfo& info) {
   if (options_.inner) options_.inner->run_begin(info);
-  if (!epprof_session_any_active(active_)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  open_ts_[info.correlation_id] = epprof_clock_now_ns();
+  open_span(info.correlation_id);
 }
 
 void SessionObserver::run_end(const RunInfo& info) {
-  if (epprof_session_any_active(active_)) {
-    int64_t start = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = open_ts_.find(info.correlation_id);
-      if (it != open_ts_.end()) {
-        start = it->second;
-        open_ts_.erase(it);
-      }
-    }
-    if (start) {
-      static const epprof_name_id model_run = intern("model_run");
-      const epprof_record r =
-          host_record(info.correlation_id, model_run, start, epprof_clock_now_ns() - start, info.run_id);
-      report("emit", epprof_session_emit(&r, 1));
-    }
-  }
+  static const epprof_name_id model_run = intern("model_run");
+  close_span(info.correlation_id, model_run, info.run_id);
   if (options_.inner) options_.inner->run_end(info);
 }
 

@@ -320,7 +320,10 @@ TEST_F(RuntimeSessions, SessionStartedAfterWarmupSeesOnlyLaterRuns) {
   for (const auto& r : got.recs) {
     EXPECT_EQ(r.run_id, 3u) << epprof_name(r.name);
     node_records += r.category == EPPROF_CATEGORY_NODE;
-    run_records += r.category == EPPROF_CATEGORY_SESSION;
+    if (r.category != EPPROF_CATEGORY_SESSION) continue;
+    ++run_records;
+    EXPECT_STREQ(epprof_name(r.name), "model_run");
+    EXPECT_GT(r.dur_ns, 0);
   }
   EXPECT_EQ(node_records, model.nodes().size());
   EXPECT_EQ(run_records, 1u);

@@ -72,6 +72,8 @@ class SessionObserver final : public RunObserver {
 
  private:
   const NodeIds& ids_for(const NodeInfo& info);
+  void open_span(uint64_t correlation_id);
+  void close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id);
   void report(const char* what, struct epprof_status* status) noexcept;
   void finish_dispatch(const NodeInfo& info) noexcept;
 
