@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace epprof::ep_common {
 
@@ -116,6 +117,83 @@ bool parse_node(const epprof_ep_node& n, OpKernel* k, std::string* why_not) {
   k->axis = attr_int(n, "axis", k->legacy_softmax ? 1 : -1);
   return true;
 }
+
+ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t rank1 = std::max<int64_t>(rank, 1);
+  const int64_t axis = k.axis < 0 ? k.axis + rank1 : k.axis;
+  if (axis < 0 || axis >= rank1) return failed(Kind::Failed, k.node + ": axis out of range");
+  out->n = out->inner = 1;
+  if (k.legacy_softmax) {
+    for (int64_t i = axis; i < rank; ++i) out->n *= x[static_cast<size_t>(i)];
+  } else if (rank > 0) {
+    out->n = x[static_cast<size_t>(axis)];
+    for (int64_t i = axis + 1; i < rank; ++i) out->inner *= x[static_cast<size_t>(i)];
+  }
+  out->outer = count(x) / (out->n * out->inner);
+  return {};
+}
+
+ComputeResult matmul_dims(const OpKernel& k, const Shape& a_in, const Shape& b_in, MatMulDims* out) {
+  Shape a = a_in, b = b_in;
+  if (a.empty() || b.empty()) return failed(Kind::Failed, k.node + ": MatMul inputs must have rank >= 1");
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  out->m = a[a.size() - 2];
+  out->k = a.back();
+  out->n = b.back();
+  if (b[b.size() - 2] != out->k) return failed(Kind::Failed, k.node + ": inner dimensions differ");
+  out->a_batch.assign(a.begin(), a.end() - 2);
+  out->b_batch.assign(b.begin(), b.end() - 2);
+  if (!broadcast(out->a_batch, out->b_batch, &out->batch))
+    return failed(Kind::Failed, k.node + ": batch dimensions do not broadcast");
+  if (out->batch.size() > static_cast<size_t>(kMaxBatchRank))
+    return failed(Kind::Unsupported, "more than 4 batch dimensions");
+  out->out = out->batch;
+  if (!a_vec) out->out.push_back(out->m);
+  if (!b_vec) out->out.push_back(out->n);
+  return {};
+}
+
+ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, GemmDims* out) {
+  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
+  if (a.size() != 2 || b.size() != 2) return failed(Kind::Failed, k.node + ": Gemm inputs must be 2-D");
+  out->m = k.trans_a ? a[1] : a[0];
+  out->k = k.trans_a ? a[0] : a[1];
+  out->n = k.trans_b ? b[0] : b[1];
+  if ((k.trans_b ? b[1] : b[0]) != out->k) return failed(Kind::Failed, k.node + ": inner dimensions differ");
+  out->c = num_inputs > 2 && in[2].dtype != EPPROF_EP_DTYPE_UNDEFINED ? &in[2] : nullptr;
+  if (out->c) {
+    out->c_shape = shape_of(*out->c);
+    const Shape& cs = out->c_shape;
+    out->c_rows = cs.size() == 2 ? cs[0] : 1;
+    out->c_cols = cs.empty() ? 1 : cs.back();
+    if (cs.size() > 2 || (out->c_rows != 1 && out->c_rows != out->m) || (out->c_cols != 1 && out->c_cols != out->n))
+      return failed(Kind::Failed, k.node + ": C does not broadcast to [M,N]");
+  }
+  return {};
+}
+
+epprof_status* create_kernel(const epprof_host_api* host, const char* who, const epprof_ep_node& node,
+                             void** out_kernel) {
+  try {
+    auto k = std::make_unique<OpKernel>();
+    std::string why_not;
+    if (!parse_node(node, k.get(), &why_not))
+      return host->status_create(EPPROF_UNSUPPORTED,
+                                 (std::string(who) + "cannot run node '" + node.name + "' " + why_not).c_str());
+    k->host = host;
+    *out_kernel = k.release();
+    return nullptr;
+  } catch (const std::bad_alloc&) {
+    return host->status_create(EPPROF_OUT_OF_MEMORY, (std::string(who) + "create_kernel: out of host memory").c_str());
+  } catch (const std::exception& e) {
+    return host->status_create(EPPROF_PLUGIN_ERROR, (std::string(who) + "create_kernel: " + e.what()).c_str());
+  }
+}
+
+void release_kernel(void* kernel) { delete static_cast<OpKernel*>(kernel); }
 
 epprof_status* to_status(const epprof_host_api* host, const char* who, const ComputeResult& r) {
   epprof_status_code code = EPPROF_PLUGIN_ERROR;

@@ -70,4 +70,40 @@ void broadcast_strides(const Shape& s, const Shape& out, Int* strides) {
 // Allocates output 0 with `shape` through the host; *data is its buffer.
 ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shape& shape, float** data);
 
+// The shape work of each op, the same on every device; the plugins keep
+// only the dispatch. Each returns Ok, or why the node cannot run.
+
+// Softmax of `x` over k.axis as [outer, n, inner] rows (opset < 13: the
+// input coerced to 2-D at axis, so a row is the whole tail from axis).
+struct SoftmaxDims {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out);
+
+// MatMul with numpy semantics: a 1-D operand is promoted to a matrix (and
+// its dim dropped from the output), batch dims broadcast.
+struct MatMulDims {
+  Shape a_batch, b_batch, batch;  // A's and B's batch dims, and their broadcast
+  Shape out;
+  int64_t m = 0, k = 0, n = 0;
+};
+ComputeResult matmul_dims(const OpKernel& k, const Shape& a, const Shape& b, MatMulDims* out);
+
+// Gemm: Y[M,N] = alpha·op(A)·op(B) + beta·C, with C optional and
+// broadcasting to [M,N] in one direction only.
+struct GemmDims {
+  int64_t m = 0, k = 0, n = 0;
+  const epprof_ep_tensor* c = nullptr;  // the C input, or nullptr
+  Shape c_shape;
+  int64_t c_rows = 1, c_cols = 1;  // C's extent along M and N (1: broadcast)
+};
+ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, GemmDims* out);
+
+// The create_kernel slot: a new OpKernel for `node` into *out_kernel, or
+// UNSUPPORTED naming the node; `who` prefixes messages ("opencl EP: ").
+epprof_status* create_kernel(const epprof_host_api* host, const char* who, const epprof_ep_node& node,
+                             void** out_kernel);
+// The release_kernel slot.
+void release_kernel(void* kernel);
+
 }  // namespace epprof::ep_common

@@ -58,20 +58,7 @@ epprof_status* claims(epprof_ep_plugin* self, const epprof_ep_node* node, int* o
 }
 
 epprof_status* create_kernel(epprof_ep_plugin* self, const epprof_ep_node* node, void** out_kernel) {
-  State& s = state(self);
-  try {
-    auto k = std::make_unique<OpKernel>();
-    std::string why_not;
-    if (!parse_node(*node, k.get(), &why_not))
-      return make_status(s, EPPROF_UNSUPPORTED, std::string("cannot run node '") + node->name + "' " + why_not);
-    k->host = s.host;
-    *out_kernel = k.release();
-    return nullptr;
-  } catch (const std::bad_alloc&) {
-    return make_status(s, EPPROF_OUT_OF_MEMORY, "create_kernel: out of host memory");
-  } catch (const std::exception& e) {
-    return make_status(s, EPPROF_PLUGIN_ERROR, std::string("create_kernel: ") + e.what());
-  }
+  return ep_common::create_kernel(state(self).host, "cuda EP: ", *node, out_kernel);
 }
 
 epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_tensor* inputs, size_t num_inputs,
@@ -90,7 +77,7 @@ epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_ten
   }
 }
 
-void release_kernel(epprof_ep_plugin*, void* kernel) { delete static_cast<OpKernel*>(kernel); }
+void release_kernel(epprof_ep_plugin*, void* kernel) { ep_common::release_kernel(kernel); }
 
 epprof_status* create_profiler(epprof_ep_plugin* self, epprof_ep_profiler** out) {
   State& s = state(self);

@@ -98,18 +98,9 @@ ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor
   ComputeResult r = allocate(k, outputs, x, &y);
   const int64_t total = count(x);
   if (r.kind != Kind::Ok || total == 0) return r;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  const int64_t rank1 = std::max<int64_t>(rank, 1);
-  int64_t axis = k.axis < 0 ? k.axis + rank1 : k.axis;
-  if (axis < 0 || axis >= rank1) return failed(Kind::Failed, k.node + ": axis out of range");
-  cl_long n = 1, inner = 1;
-  if (k.legacy_softmax) {
-    for (int64_t i = axis; i < rank; ++i) n *= x[static_cast<size_t>(i)];
-  } else if (rank > 0) {
-    n = x[static_cast<size_t>(axis)];
-    for (int64_t i = axis + 1; i < rank; ++i) inner *= x[static_cast<size_t>(i)];
-  }
-  cl_long outer = total / (n * inner);
+  SoftmaxDims dims;
+  if (ComputeResult e = softmax_dims(k, x, &dims); e.kind != Kind::Ok) return e;
+  cl_long n = dims.n, inner = dims.inner, outer = dims.outer;
   cl_mem mx, my;
   cl_kernel kern;
   const size_t global = static_cast<size_t>(outer * inner);
@@ -123,21 +114,10 @@ ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor
 }
 
 ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  Shape a = shape_of(in[0]), b = shape_of(in[1]);
-  if (a.empty() || b.empty()) return failed(Kind::Failed, k.node + ": MatMul inputs must have rank >= 1");
-  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a.insert(a.begin(), 1);
-  if (b_vec) b.push_back(1);
-  const int64_t m = a[a.size() - 2], ka = a.back(), kb = b[b.size() - 2], n = b.back();
-  if (ka != kb) return failed(Kind::Failed, k.node + ": inner dimensions differ");
-  const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  Shape batch;
-  if (!broadcast(ba, bb, &batch)) return failed(Kind::Failed, k.node + ": batch dimensions do not broadcast");
-  if (batch.size() > static_cast<size_t>(kMaxBatchRank))
-    return failed(Kind::Unsupported, "more than 4 batch dimensions");
-  Shape out = batch;
-  if (!a_vec) out.push_back(m);
-  if (!b_vec) out.push_back(n);
+  MatMulDims mm;
+  if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), &mm); e.kind != Kind::Ok) return e;
+  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch, &out = mm.out;
+  const int64_t m = mm.m, ka = mm.k, n = mm.n;
   float* y = nullptr;
   ComputeResult r = allocate(k, outputs, out, &y);
   const int64_t total = count(out);
@@ -165,28 +145,21 @@ ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
 
 ComputeResult run_gemm(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
                        epprof_ep_outputs* outputs) {
-  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
-  if (a.size() != 2 || b.size() != 2) return failed(Kind::Failed, k.node + ": Gemm inputs must be 2-D");
+  GemmDims g;
+  if (ComputeResult e = gemm_dims(k, in, num_inputs, &g); e.kind != Kind::Ok) return e;
+  const epprof_ep_tensor* c = g.c;
   GemmParams p{};
-  p.m = k.trans_a ? a[1] : a[0];
-  p.k = k.trans_a ? a[0] : a[1];
-  p.n = k.trans_b ? b[0] : b[1];
-  if ((k.trans_b ? b[1] : b[0]) != p.k) return failed(Kind::Failed, k.node + ": inner dimensions differ");
+  p.m = g.m;
+  p.k = g.k;
+  p.n = g.n;
   p.trans_a = k.trans_a;
   p.trans_b = k.trans_b;
   p.alpha = k.alpha;
   p.beta = k.beta;
-  const epprof_ep_tensor* c = num_inputs > 2 && in[2].dtype != EPPROF_EP_DTYPE_UNDEFINED ? &in[2] : nullptr;
   if (c) {
-    // C broadcasts to [M, N] in one direction only.
-    const Shape cs = shape_of(*c);
-    if (cs.size() > 2) return failed(Kind::Failed, k.node + ": C does not broadcast to [M,N]");
-    const int64_t cm = cs.size() == 2 ? cs[0] : 1, cn = cs.empty() ? 1 : cs.back();
-    if ((cm != 1 && cm != p.m) || (cn != 1 && cn != p.n))
-      return failed(Kind::Failed, k.node + ": C does not broadcast to [M,N]");
     p.has_c = 1;
-    p.csm = cm == 1 ? 0 : cn;
-    p.csn = cn == 1 ? 0 : 1;
+    p.csm = g.c_rows == 1 ? 0 : g.c_cols;  // C's strides over [M, N] (0: broadcast)
+    p.csn = g.c_cols == 1 ? 0 : 1;
   }
   float* y = nullptr;
   const Shape out{p.m, p.n};
