@@ -16,6 +16,7 @@
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/session.h"
 #include "support/test_util.h"
+#include "device_ep_checks.h"
 #include "test_models.h"
 
 namespace epprof::rt {
@@ -38,180 +39,28 @@ std::shared_ptr<PluginExecutionProvider> opencl_ep(std::string* why) {
   auto ep = opencl_ep(&why_);                                                    \
   if (!ep) GTEST_SKIP() << "no usable OpenCL device, the EP was refused: " << why_
 
-Tensor random_tensor(const Shape& shape, std::mt19937& rng, float lo = -2.0f, float hi = 2.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(shape_size(shape)));
-  for (auto& x : v) x = d(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
-
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const auto g = got.to_vector<float>(), w = want.to_vector<float>();
-  size_t bad = 0;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (!(std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i])) && bad++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the CPU EP gives " << w[i];
-  EXPECT_EQ(bad, 0u) << what;
-}
-
-SessionOptions with(std::vector<std::shared_ptr<ExecutionProvider>> eps) {
-  SessionOptions o;
-  o.providers = std::move(eps);
-  return o;
-}
-
-// ---- Kernels against the CPU EP ----
-
-struct OpCase {
-  OpCase(std::string label_, std::string op_, std::vector<Shape> inputs_, std::map<std::string, float> f = {},
-         std::map<std::string, int64_t> i = {}, int opset_ = 17, bool positive_ = false)
-      : label(std::move(label_)), op(std::move(op_)), inputs(std::move(inputs_)), float_attrs(std::move(f)),
-        int_attrs(std::move(i)), opset(opset_), positive(positive_) {}
-  std::string label, op;
-  std::vector<Shape> inputs;  // Shape{}: a scalar
-  std::map<std::string, float> float_attrs;
-  std::map<std::string, int64_t> int_attrs;
-  int opset;
-  bool positive;  // the second input in [0.5, 2] (divisors)
-};
-
-std::string single_node_model(const OpCase& c) {
-  onnx::ModelProto m = make_model(c.opset);
-  std::vector<std::string> names;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    names.push_back("in" + std::to_string(i));
-    add_io(m, true, names.back(), c.inputs[i]);
-  }
-  auto* n = add_node(m, c.op, "node", names, {"y"});
-  for (const auto& [k, v] : c.float_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  for (const auto& [k, v] : c.int_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  auto* out = m.mutable_graph()->add_output();  // shape left to inference
-  out->set_name("y");
-  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  return bytes(m);
-}
-
 class OpenClKernels : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(OpenClKernels, MatchTheCpuEp) {
   REQUIRE_OPENCL(ep);
-  const OpCase& c = GetParam();
-  const std::string model = single_node_model(c);
-  Session device(Session::from_bytes(model, with({ep, make_cpu_execution_provider()})));
-  ASSERT_EQ(device.provider_of(0), "OpenCLExecutionProvider") << "the EP did not claim " << c.label;
-  Session cpu(Session::from_bytes(model));
-  std::mt19937 rng(1234);
-  std::map<std::string, Tensor> in;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    in["in" + std::to_string(i)] = c.positive && i == 1 ? random_tensor(c.inputs[i], rng, 0.5f, 2.0f)
-                                                        : random_tensor(c.inputs[i], rng);
-  expect_close(device.run(in).at(0), cpu.run(in).at(0), 1e-5, 1e-5, c.label);
+  expect_kernel_matches_cpu(ep, GetParam(), 1e-5);
 }
 
-const OpCase kCases[] = {
-    {"add_same", "Add", {{2, 3, 4}, {2, 3, 4}}},
-    {"add_bcast_vector", "Add", {{2, 3, 4}, {4}}},
-    {"add_bcast_both", "Add", {{3, 1, 5}, {1, 4, 1}}},
-    {"add_scalar", "Add", {{2, 3}, {}}},
-    {"sub_bcast", "Sub", {{4, 1}, {1, 6}}},
-    {"mul_bcast_rank6", "Mul", {{2, 1, 2, 1, 2, 3}, {3, 1, 2, 1, 1}}},
-    {"div_bcast", "Div", {{2, 3, 4}, {3, 1}}, {}, {}, 17, true},
-    {"relu", "Relu", {{3, 7}}},
-    {"sigmoid", "Sigmoid", {{1000}}},
-    {"tanh", "Tanh", {{2, 2, 9}}},
-    {"softmax_last", "Softmax", {{2, 3, 5}}},
-    {"softmax_axis1", "Softmax", {{2, 3, 5}}, {}, {{"axis", 1}}},
-    {"softmax_legacy_axis1", "Softmax", {{2, 3, 4}}, {}, {{"axis", 1}}, 11},
-    {"matmul_2d", "MatMul", {{5, 7}, {7, 3}}},
-    {"matmul_batched", "MatMul", {{2, 3, 4}, {2, 4, 5}}},
-    {"matmul_bcast_batch", "MatMul", {{2, 1, 3, 4}, {5, 4, 6}}},
-    {"matmul_vec_mat", "MatMul", {{4}, {4, 3}}},
-    {"matmul_mat_vec", "MatMul", {{2, 3, 4}, {4}}},
-    {"gemm_plain", "Gemm", {{4, 5}, {5, 3}}},
-    {"gemm_c_row", "Gemm", {{4, 5}, {5, 3}, {3}}, {{"alpha", 0.5f}, {"beta", 2.0f}}},
-    {"gemm_c_col_transposed", "Gemm", {{5, 4}, {3, 5}, {4, 1}}, {}, {{"transA", 1}, {"transB", 1}}},
-    {"gemm_c_full_transb", "Gemm", {{4, 5}, {3, 5}, {4, 3}}, {{"beta", -1.0f}}, {{"transB", 1}}},
-    {"gemm_c_scalar", "Gemm", {{2, 6}, {6, 2}, {}}},
-};
-
-INSTANTIATE_TEST_SUITE_P(Ops, OpenClKernels, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Ops, OpenClKernels, ::testing::ValuesIn(device_op_cases()),
                          [](const auto& p) { return p.param.label; });
 
 // ---- Bundled models ----
-
-std::map<std::string, Tensor> random_inputs(const Session& s, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::map<std::string, Tensor> in;
-  for (const auto& io : s.inputs()) {
-    Shape shape = io.shape;
-    for (auto& d : shape) d = d < 0 ? 1 : d;
-    in[io.name] = random_tensor(shape, rng, -1.0f, 1.0f);
-  }
-  return in;
-}
 
 class OpenClModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpenClModels, GiveTheCpuEpsOutputs) {
   REQUIRE_OPENCL(ep);
-  const std::string path = std::string(EPPROF_MODELS_DIR) + "/" + GetParam() + ".onnx";
-  Session device(path, with({ep, make_cpu_execution_provider()}));
-  Session cpu(path);
-  size_t on_device = 0;
-  for (size_t i = 0; i < device.nodes().size(); ++i) on_device += device.provider_of(i) == "OpenCLExecutionProvider";
-  EXPECT_GT(on_device, 0u) << "no node of " << GetParam() << " ran on the OpenCL EP";
-  const auto in = random_inputs(cpu, 99);
-  const auto got = device.run(in), want = cpu.run(in);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-3, 1e-4, GetParam() + " output " + std::to_string(i));
-  // Nodes on two threads at once share the device queue.
-  SessionOptions parallel = with({ep, make_cpu_execution_provider()});
-  parallel.executor = ExecutorKind::Parallel;
-  parallel.threads = 2;
-  Session par(path, parallel);
-  const auto got_par = par.run(in);
-  for (size_t i = 0; i < got.size(); ++i)
-    expect_close(got_par[i], want[i], 1e-3, 1e-4, GetParam() + " parallel output " + std::to_string(i));
+  expect_model_matches_cpu(ep, std::string(EPPROF_MODELS_DIR) + "/" + GetParam() + ".onnx", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, OpenClModels, ::testing::Values("mlp", "cnn", "transformer"));
 
 // ---- Device timestamps on the host clock ----
-
-// NODE events around each node, on the node's thread, as the runtime's
-// profiling observer reports them.
-class NodeEvents final : public RunObserver {
- public:
-  explicit NodeEvents(epprof_profiler_t p) : p_(p) {}
-  void node_begin(const NodeInfo& info) override {
-    epprof_status_release(epprof_event_begin(p_, EPPROF_CATEGORY_NODE,
-                                             epprof::testing::name_id(info.node.name.c_str()), info.correlation_id));
-  }
-  void node_end(const NodeInfo& info, const NodeIo&) override {
-    epprof_arg args[2] = {};
-    args[0].key = epprof::testing::name_id("op_name");
-    args[0].type = EPPROF_ARG_STRING;
-    args[0].value.str = info.node.op_type.c_str();
-    args[1].key = epprof::testing::name_id("node_index");
-    args[1].type = EPPROF_ARG_INT64;
-    args[1].value.i64 = static_cast<int64_t>(info.node.index);
-    epprof_status_release(epprof_event_end(p_, info.correlation_id, args, 2));
-  }
-
- private:
-  epprof_profiler_t p_;
-};
 
 struct Interval {
   double ts = 0, dur = 0;  // µs
@@ -297,22 +146,6 @@ TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheErrorBound) {
 // environment that provokes the fault; elsewhere it skips. ----
 
 bool fault_env(const char* name) { return std::getenv(name) != nullptr; }
-
-// A MatMul (device program "matmul") feeding a Relu ("elementwise").
-std::string matmul_relu_model() {
-  onnx::ModelProto m = make_model();
-  add_io(m, true, "a", {5, 7});
-  add_io(m, true, "b", {7, 3});
-  add_node(m, "MatMul", "mm", {"a", "b"}, {"p"});
-  add_node(m, "Relu", "relu", {"p"}, {"y"});
-  add_io(m, false, "y", {5, 3});
-  return bytes(m);
-}
-
-std::map<std::string, Tensor> matmul_relu_inputs() {
-  std::mt19937 rng(3);
-  return {{"a", random_tensor({5, 7}, rng)}, {"b", random_tensor({7, 3}, rng)}};
-}
 
 TEST(OpenClFaults, RefusedWithoutAPlatform) {
   if (!fault_env("OCL_ICD_VENDORS")) GTEST_SKIP() << "run by ctest opencl_ep_no_platform (OCL_ICD_VENDORS=<empty dir>)";

@@ -13,6 +13,7 @@
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/session.h"
 #include "support/test_util.h"
+#include "device_ep_checks.h"
 #include "test_models.h"
 
 namespace epprof::rt {
@@ -42,12 +43,6 @@ std::map<std::string, Tensor> inputs() {
   std::vector<float> v(6);
   for (auto& x : v) x = d(rng);
   return {{"x", Tensor::from_vector<float>({2, 3}, v)}};
-}
-
-SessionOptions with(std::vector<std::shared_ptr<ExecutionProvider>> eps) {
-  SessionOptions o;
-  o.providers = std::move(eps);
-  return o;
 }
 
 std::string load_error(const std::string& path) {
@@ -139,30 +134,6 @@ TEST(PluginEp, TheEpRemainsUsableAfterTheSessionAndPluginObjectsAreGone) {
   EXPECT_EQ(s.run(inputs()).size(), 1u);
 }
 
-// Reports node events to a libepprof profiler, as the runtime's profiling
-// observer does: NODE begin/end around each node, on the node's thread.
-class NodeEvents final : public RunObserver {
- public:
-  explicit NodeEvents(epprof_profiler_t p) : p_(p) {}
-  void node_begin(const NodeInfo& info) override {
-    epprof_status_release(epprof_event_begin(p_, EPPROF_CATEGORY_NODE,
-                                             epprof::testing::name_id(info.node.name.c_str()),
-                                             info.correlation_id));
-  }
-  void node_end(const NodeInfo& info, const NodeIo&) override {
-    epprof_arg args[2] = {};
-    args[0].key = epprof::testing::name_id("op_name");
-    args[0].type = EPPROF_ARG_STRING;
-    args[0].value.str = info.node.op_type.c_str();
-    args[1].key = epprof::testing::name_id("node_index");
-    args[1].type = EPPROF_ARG_INT64;
-    args[1].value.i64 = static_cast<int64_t>(info.node.index);
-    epprof_status_release(epprof_event_end(p_, info.correlation_id, args, 2));
-  }
-
- private:
-  epprof_profiler_t p_;
-};
 
 TEST(PluginEp, ItsProfilerTagsKernelsWithTheNodesCorrelationId) {
   auto ep = load_plugin_ep(EPPROF_TESTING_EP_PATH);
