@@ -199,7 +199,7 @@ void Loader::finish() {
       auto it = t_.warmup.find(r.slice.pid);
       skip = it == t_.warmup.end() ? 0 : it->second;
     }
-    r.measured = r.index_in_pid >= skip;
+    r.measured = r.index_in_pid >= skip && (o_.max_runs < 0 || r.index_in_pid < skip + o_.max_runs);
   }
   RunIndex runs(t_.runs);
   std::unordered_map<uint64_t, int32_t> by_corr;  // (pid, corr) folded

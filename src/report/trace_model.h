@@ -81,6 +81,7 @@ struct LoadOptions {
   bool keep_others = false;  // non-node host slices (the HTML timeline)
   bool keep_flows = false;
   int skip_runs = -1;  // warm-up runs per process; -1: from the metadata (0 if none)
+  int max_runs = -1;   // measured runs per process after the warm-up ones; -1: all
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 

@@ -141,6 +141,31 @@ TEST(Reader, MissingRequiredFieldsFailTheLoad) {
   EXPECT_NE(err.find("ph"), std::string::npos) << err;
 }
 
+TEST(TraceModel, SkipAndMaxRunsChooseTheMeasuredRuns) {
+  // Five model_runs of one process, 10 µs apart.
+  std::string data = "[";
+  for (int i = 0; i < 5; ++i)
+    data += std::string(i ? "," : "") + R"({"cat":"Session","name":"model_run","pid":1,"tid":1,"ts":)" +
+            std::to_string(i * 10) + R"(,"dur":5,"ph":"X","args":{}})";
+  data += "]";
+  auto measured = [&](int skip, int max) {
+    LoadOptions o;
+    o.skip_runs = skip;
+    o.max_runs = max;
+    Trace t;
+    std::string err;
+    EXPECT_TRUE(load_trace_buffer(data, o, &t, &err)) << err;
+    std::vector<int> out;
+    for (const report::Run& r : t.runs)
+      if (r.measured) out.push_back(int(r.slice.ts) / 10);
+    return out;
+  };
+  EXPECT_EQ(measured(0, -1), (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(measured(1, -1), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(measured(1, 2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(measured(4, 3), (std::vector<int>{4}));
+}
+
 TEST(Reader, MissingFileIsAnError) {
   ReadResult r = read_trace_file("/nonexistent/trace.json", [](const Event&, std::string*) { return true; });
   EXPECT_FALSE(r.ok);
