@@ -98,28 +98,11 @@ INSTANTIATE_TEST_SUITE_P(Bundled, CudaModels, ::testing::Values("mlp", "cnn", "t
 
 TEST(CudaTrace, KernelsAndCopiesAreAttributedToTheirNodes) {
   REQUIRE_CUDA(ep);
-  epprof_plugin_t plugin{};
-  EPPROF_ASSERT_OK(epprof_plugin_register(ep->make_profiler_plugin(), &plugin));
   epprof::testing::TempDir dir;
   const std::string trace = dir.file("trace.json");
-  epprof_profiler_config config = epprof::testing::config_for(trace);
-  epprof_profiler_t prof{};
-  EPPROF_ASSERT_OK(epprof_profiler_create(&config, &prof));
-  EPPROF_ASSERT_OK(epprof_profiler_add_plugin(prof, plugin));
-  EPPROF_ASSERT_OK(epprof_profiler_start(prof));
-  {
-    NodeEvents events(prof);
-    Session s(std::string(EPPROF_MODELS_DIR) + "/mlp.onnx", with({ep, make_cpu_execution_provider()}));
-    RunOptions ro;
-    ro.observer = &events;
-    const auto in = random_inputs(s, 5);
-    for (int i = 0; i < 3; ++i) s.run(in, ro);
-  }
-  epprof_trace_stats stats{};
-  stats.size = sizeof stats;
-  EPPROF_ASSERT_OK(epprof_profiler_stop(prof, &stats));
-  EPPROF_EXPECT_OK(epprof_profiler_destroy(prof));
-  EPPROF_EXPECT_OK(epprof_plugin_unload(plugin));
+  const epprof_trace_stats stats =
+      record_device_trace(ep, std::string(EPPROF_MODELS_DIR) + "/mlp.onnx", trace);
+  if (HasFailure()) return;
   EXPECT_GT(stats.device_events, 0u);
   EXPECT_EQ(stats.plugin_errors, 0u);
 

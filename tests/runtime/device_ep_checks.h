@@ -192,6 +192,34 @@ class NodeEvents final : public RunObserver {
   epprof_profiler_t p_;
 };
 
+// Profiles 3 runs of the model at `model_path` on [ep, CPU EP] with `ep`'s
+// EP profiler and NODE events (NodeEvents), writes the trace to
+// `trace_path` and returns the profiler's statistics.
+inline epprof_trace_stats record_device_trace(const std::shared_ptr<PluginExecutionProvider>& ep,
+                                              const std::string& model_path, const std::string& trace_path) {
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  epprof_plugin_t plugin{};
+  EPPROF_EXPECT_OK(epprof_plugin_register(ep->make_profiler_plugin(), &plugin));
+  epprof_profiler_config config = epprof::testing::config_for(trace_path);
+  epprof_profiler_t prof{};
+  EPPROF_EXPECT_OK(epprof_profiler_create(&config, &prof));
+  EPPROF_EXPECT_OK(epprof_profiler_add_plugin(prof, plugin));
+  EPPROF_EXPECT_OK(epprof_profiler_start(prof));
+  {
+    NodeEvents events(prof);
+    Session s(model_path, with({ep, make_cpu_execution_provider()}));
+    RunOptions ro;
+    ro.observer = &events;
+    const auto in = random_inputs(s, 5);
+    for (int i = 0; i < 3; ++i) s.run(in, ro);
+  }
+  EPPROF_EXPECT_OK(epprof_profiler_stop(prof, &stats));
+  EPPROF_EXPECT_OK(epprof_profiler_destroy(prof));
+  EPPROF_EXPECT_OK(epprof_plugin_unload(plugin));
+  return stats;
+}
+
 // A MatMul (device program "matmul") feeding a Relu ("elementwise").
 inline std::string matmul_relu_model() {
   onnx::ModelProto m = make_model();
