@@ -26,6 +26,11 @@ typedef enum epprof_category {
  * valid for the life of the process. */
 typedef uint32_t epprof_name_id;
 
+/* An interned list of args (epprof_arg_set_intern in epprof/profiler.h).
+ * 0 is never a valid id. Ids are process-wide and stay valid for the life
+ * of the process. */
+typedef uint32_t epprof_arg_set_id;
+
 /* Type of an argument value. Append-only. */
 typedef enum epprof_arg_type {
   EPPROF_ARG_STRING = 0, /* value.str: a NUL-terminated string, exported as a JSON string */
@@ -38,7 +43,13 @@ typedef enum epprof_arg_type {
                             STRING is. For values a host repeats on every event (an op
                             type, a provider): the event stores the 4-byte id and copies
                             no text, which keeps recording cheap. */
-  EPPROF_ARG_JSON_NAME = 4 /* value.name: interned raw JSON text, exported as JSON is */
+  EPPROF_ARG_JSON_NAME = 4, /* value.name: interned raw JSON text, exported as JSON is */
+  EPPROF_ARG_SET = 5        /* value.set: an arg set; `key` must be 0. The set's args are
+                               exported in this arg's place, in their order. For the args a
+                               host attaches unchanged to every execution of one node (op
+                               type, provider, shapes): the event stores the 4-byte id and
+                               ending it validates one id, however many args the set holds.
+                               Sets do not nest. */
 } epprof_arg_type;
 
 /* One key/value argument of a host event. Borrowed by the function it is
@@ -50,6 +61,7 @@ typedef struct epprof_arg {
     int64_t i64;
     const char* str;      /* must not be NULL for STRING and JSON */
     epprof_name_id name;  /* must be an interned id for NAME and JSON_NAME */
+    epprof_arg_set_id set; /* must be an id from epprof_arg_set_intern for SET */
   } value;
 } epprof_arg;
 

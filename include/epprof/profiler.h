@@ -37,6 +37,18 @@ EPPROF_API const char* epprof_version(void);
  * 2^22 distinct strings, OUT_OF_MEMORY. */
 EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out);
 
+/* Interns a copy of `args` (at most 32; none of type EPPROF_ARG_SET) as an
+ * arg set and stores its id in *out; the same list always gets the same id.
+ * An event then carries the whole list as one arg,
+ * {0, EPPROF_ARG_SET, {.set = id}}, which is what keeps ending an event with
+ * many args cheap. Not for the hot path: intern a set once per distinct
+ * list (per node and shapes, say). Returns INVALID_ARGUMENT for NULL `out`,
+ * NULL `args` with num_args > 0, more than 32 args, a key or NAME value
+ * that is not interned, an unknown type, a NULL string, or a nested set;
+ * RESOURCE_EXHAUSTED after 2^20 distinct sets or when a long string value
+ * finds the string table full; OUT_OF_MEMORY. */
+EPPROF_API epprof_status* epprof_arg_set_intern(const epprof_arg* args, size_t num_args, epprof_arg_set_id* out);
+
 /* The string of an interned id, or NULL for an id never returned by
  * epprof_intern. Borrowed; valid for the life of the process. */
 EPPROF_API const char* epprof_name(epprof_name_id id);

@@ -9,6 +9,7 @@
 
 #include "abi/plugin.h"
 #include "abi/status.h"
+#include "core/args.h"
 #include "core/ids.h"
 #include "core/intern.h"
 #include "core/profiler.h"
@@ -170,6 +171,11 @@ EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
   *out = id;
   return nullptr;
   EPPROF_API_END
+}
+
+EPPROF_API epprof_status* epprof_arg_set_intern(const epprof_arg* args, size_t num_args, epprof_arg_set_id* out) {
+  if (!out) return null_argument("epprof_arg_set_intern", "out");
+  return epprof::core::intern_arg_set(args, num_args, out);
 }
 
 EPPROF_API const char* epprof_name(epprof_name_id id) {

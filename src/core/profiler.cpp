@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
+#include <vector>
 #include <stdexcept>
 
 #include "abi/status.h"
+#include "core/args.h"
 #include "core/intern.h"
 #include "export/atomic_file.h"
 
@@ -16,14 +20,6 @@ std::string directory_of(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Bytes an arg value takes in the payload, or 0 when it must be interned.
-size_t inline_value_bytes(const epprof_arg& a, size_t* len) {
-  if (a.type == EPPROF_ARG_INT64) return 8;
-  *len = std::strlen(a.value.str);
-  if (*len > kMaxInlineValue) return 0;
-  return 4 + ((*len + 3) & ~size_t(3));
 }
 
 }  // namespace
@@ -94,81 +90,39 @@ epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) cons
 epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur,
                                          uint8_t flags, const epprof_arg* args,
                                          size_t num_args) noexcept {
-  if (!args)
-    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: args is NULL with num_args = " +
-                                std::to_string(num_args)); });
-  if (num_args > kMaxArgs)
-    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: " + std::to_string(num_args) +
-                                " args; at most " + std::to_string(kMaxArgs) + " are allowed"); });
   // Validate and size everything before writing anything.
-  size_t lens[kMaxArgs];
-  uint32_t big_ids[kMaxArgs];
-  size_t bytes = 4;
-  for (size_t i = 0; i < num_args; ++i) {
-    const epprof_arg& a = args[i];
-    if (!is_interned(a.key))
-      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg " + std::to_string(i) +
-                                  " has a key that is not an interned name id"); });
-    if (a.type > EPPROF_ARG_JSON_NAME)
-      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: arg '" + *interned(a.key) + "' has unknown type " +
-                                  std::to_string(a.type)); });
-    if (a.type == EPPROF_ARG_NAME || a.type == EPPROF_ARG_JSON_NAME) {
-      if (!is_interned(a.value.name))
-        return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) +
-                                    "' is not an interned name id"); });
-      big_ids[i] = a.value.name;
-      bytes += 8 + 4;
-      continue;
-    }
-    if (a.type != EPPROF_ARG_INT64 && !a.value.str)
-      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: value of arg '" + *interned(a.key) + "' is NULL"); });
-    big_ids[i] = 0;
-    size_t v = inline_value_bytes(a, &lens[i]);
-    if (v == 0) {
-      try {
-        big_ids[i] = intern(std::string_view(a.value.str, lens[i]));
-      } catch (const std::bad_alloc&) {
-        return abi::out_of_memory_status();
-      }
-      if (!big_ids[i])
-        return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string("epprof_event_end: the string table is full"); });
-      v = 4;
-    }
-    bytes += 8 + v;
-  }
-  const uint32_t slots = uint32_t(slots_for_bytes(bytes));
+  ArgPlan plan;
+  if (epprof_status* st = plan_args("epprof_event_end", args, num_args, /*sets_allowed=*/true, plan))
+    return st;
+  const uint32_t slots = uint32_t(slots_for_bytes(plan.bytes));
   Record* r = recorder_.reserve(s, 1 + slots);
   *r = Record{o.ts, dur, o.correlation_id, o.name, o.category, flags, uint16_t(slots)};
   auto* p = reinterpret_cast<unsigned char*>(r + 1);
   std::memset(p, 0, size_t(slots) * kSlotBytes);
-  uint32_t count = uint32_t(num_args);
-  std::memcpy(p, &count, 4);
-  p += 4;
-  for (size_t i = 0; i < num_args; ++i) {
-    const epprof_arg& a = args[i];
-    std::memcpy(p, &a.key, 4);
-    const bool json = a.type == EPPROF_ARG_JSON || a.type == EPPROF_ARG_JSON_NAME;
-    if (a.type == EPPROF_ARG_INT64) {
-      p[4] = uint8_t(StoredArg::kInt64);
-      std::memcpy(p + 8, &a.value.i64, 8);
-      p += 16;
-    } else if (big_ids[i]) {
-      p[4] = uint8_t(json ? StoredArg::kJsonId : StoredArg::kStringId);
-      std::memcpy(p + 8, &big_ids[i], 4);
-      p += 12;
-    } else {
-      p[4] = uint8_t(json ? StoredArg::kJson : StoredArg::kString);
-      uint32_t len = uint32_t(lens[i]);
-      std::memcpy(p + 8, &len, 4);
-      std::memcpy(p + 12, a.value.str, len);
-      p += 12 + ((len + 3) & ~3u);
-    }
-  }
+  encode_args(p, args, num_args, plan);
   return nullptr;
 }
 
 void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
                            const epprof_arg* args, size_t num_args) noexcept {
+  // Plugins see an arg set's args in its place.
+  thread_local std::vector<epprof_arg> expanded;
+  if (std::any_of(args, args + num_args, [](const epprof_arg& a) { return a.type == EPPROF_ARG_SET; })) {
+    try {
+      expanded.clear();
+      for (size_t i = 0; i < num_args; ++i) {
+        const ArgSet* set = args[i].type == EPPROF_ARG_SET ? arg_set(args[i].value.set) : nullptr;
+        if (set)
+          expanded.insert(expanded.end(), set->args.begin(), set->args.end());
+        else
+          expanded.push_back(args[i]);
+      }
+      args = expanded.data();
+      num_args = expanded.size();
+    } catch (const std::bad_alloc&) {
+      num_args = 0;  // out of memory: the plugin sees the event without its args
+    }
+  }
   epprof_event view;
   const std::string* name = interned(o.name);
   const int64_t ts = provisional_.to_ns(o.ts) - start_pair_.ns;

@@ -1,22 +1,47 @@
 #include "core/record.h"
 
+#include "core/args.h"
 #include "core/intern.h"
 
 namespace epprof::core {
 
+namespace {
+
+void open_list(const unsigned char* payload, uint32_t* count, const unsigned char** p) noexcept {
+  std::memcpy(count, payload, 4);
+  *p = payload + 4;
+}
+
+}  // namespace
+
 ArgIterator::ArgIterator(const Record* r) noexcept {
   if (r->arg_slots == 0) return;
-  p_ = reinterpret_cast<const unsigned char*>(r + 1);
-  std::memcpy(&count_, p_, 4);
-  p_ += 4;
+  open_list(reinterpret_cast<const unsigned char*>(r + 1), &list_.count, &list_.p);
 }
 
 bool ArgIterator::next(ArgView& out) noexcept {
-  if (seen_ == count_) return false;
-  ++seen_;
-  std::memcpy(&out.key, p_, 4);
-  auto type = StoredArg(p_[4]);
-  p_ += 8;
+  while (list_.seen == list_.count) {
+    if (!in_set_) return false;
+    list_ = outer_;
+    in_set_ = false;
+  }
+  ++list_.seen;
+  const unsigned char*& p = list_.p;  // advanced as the entry is read
+  std::memcpy(&out.key, p, 4);
+  auto type = StoredArg(p[4]);
+  p += 8;
+  if (type == StoredArg::kSet) {
+    uint32_t id;
+    std::memcpy(&id, p, 4);
+    p += 4;
+    const ArgSet* set = arg_set(id);
+    if (!set) return next(out);  // cannot happen: ids are validated when recorded
+    outer_ = list_;
+    list_ = List{};
+    open_list(reinterpret_cast<const unsigned char*>(set->payload.data()), &list_.count, &list_.p);
+    in_set_ = true;
+    return next(out);
+  }
   out.is_int = false;
   out.is_json = false;
   out.i64 = 0;
@@ -24,28 +49,30 @@ bool ArgIterator::next(ArgView& out) noexcept {
   switch (type) {
     case StoredArg::kInt64:
       out.is_int = true;
-      std::memcpy(&out.i64, p_, 8);
-      p_ += 8;
+      std::memcpy(&out.i64, p, 8);
+      p += 8;
       break;
     case StoredArg::kString:
     case StoredArg::kJson: {
       uint32_t len;
-      std::memcpy(&len, p_, 4);
-      out.str = std::string_view(reinterpret_cast<const char*>(p_ + 4), len);
+      std::memcpy(&len, p, 4);
+      out.str = std::string_view(reinterpret_cast<const char*>(p + 4), len);
       out.is_json = type == StoredArg::kJson;
-      p_ += 4 + ((len + 3) & ~3u);
+      p += 4 + ((len + 3) & ~3u);
       break;
     }
     case StoredArg::kStringId:
     case StoredArg::kJsonId: {
       uint32_t id;
-      std::memcpy(&id, p_, 4);
+      std::memcpy(&id, p, 4);
       const std::string* s = interned(id);
       out.str = s ? std::string_view(*s) : std::string_view();
       out.is_json = type == StoredArg::kJsonId;
-      p_ += 4;
+      p += 4;
       break;
     }
+    case StoredArg::kSet:
+      break;  // handled above
   }
   return true;
 }

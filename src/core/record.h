@@ -32,8 +32,9 @@ constexpr size_t kMaxArgs = 32;
 constexpr size_t kMaxInlineValue = 256;
 
 // Arg payload: u32 count, then per arg: u32 key, u8 type, 3 bytes padding,
-// then the value: i64 | u32 length + bytes (padded to 4) | u32 interned id.
-enum class StoredArg : uint8_t { kString = 0, kInt64 = 1, kJson = 2, kStringId = 3, kJsonId = 4 };
+// then the value: i64 | u32 length + bytes (padded to 4) | u32 interned id |
+// u32 arg set id (core/args.h: the set's own payload stands in its place).
+enum class StoredArg : uint8_t { kString = 0, kInt64 = 1, kJson = 2, kStringId = 3, kJsonId = 4, kSet = 5 };
 
 struct ArgView {
   uint32_t key;
@@ -43,18 +44,22 @@ struct ArgView {
   std::string_view str;
 };
 
-// Walks the args of one record; the payload must be well formed (it is
-// produced only by ArgEncoder).
+// Walks the args of one record, those of its arg sets in their place; the
+// payload must be well formed (it is produced only by encode_args).
 class ArgIterator {
  public:
   explicit ArgIterator(const Record* r) noexcept;
   bool next(ArgView& out) noexcept;
-  uint32_t count() const noexcept { return count_; }
 
  private:
-  const unsigned char* p_ = nullptr;
-  uint32_t count_ = 0;
-  uint32_t seen_ = 0;
+  struct List {
+    const unsigned char* p = nullptr;
+    uint32_t count = 0;
+    uint32_t seen = 0;
+  };
+  List list_;   // the list being read
+  List outer_;  // the record's own list while a set's is read
+  bool in_set_ = false;
 };
 
 inline size_t slots_for_bytes(size_t bytes) noexcept { return (bytes + kSlotBytes - 1) / kSlotBytes; }

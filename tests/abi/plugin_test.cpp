@@ -39,6 +39,7 @@ struct FakeProfiler {
   bool fail_start_event = false;
   bool fail_end_after_first = false;
   bool stray_kernels = false;
+  std::vector<std::string>* seen_args = nullptr;  // "key=value" of every arg stop_event saw
 };
 
 struct FakePlugin {
@@ -49,6 +50,7 @@ struct FakePlugin {
   bool stray_kernels = false;  // also report kernels whose ids have no host event
   int released_profilers = 0;
   bool released = false;
+  std::vector<std::string> seen_args;
 };
 
 const epprof_host_api* host() { return epprof_get_host_api(); }
@@ -73,6 +75,13 @@ epprof_status* fake_stop_event(epprof_ep_profiler* self, uint64_t id, const eppr
   EXPECT_EQ(host()->event_get_correlation_id(ev, &ev_id), nullptr);
   EXPECT_EQ(ev_id, id);
   p->stack.pop_back();
+  size_t n = 0;
+  EXPECT_EQ(host()->event_get_arg_count(ev, &n), nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const char *k = nullptr, *v = nullptr;
+    EXPECT_EQ(host()->event_get_arg(ev, i, &k, &v), nullptr);
+    p->seen_args->push_back(std::string(k) + "=" + v);
+  }
   // A "kernel" of 1000 EP-clock ns that started 2000 ns ago.
   p->kernels.push_back({id, p->clock->now - 2000, p->clock->now - 1000});
   return nullptr;
@@ -115,6 +124,7 @@ epprof_status* fake_create(epprof_plugin* self, epprof_ep_profiler** out) {
   p->fail_start_event = pl->fail_start_event;
   p->fail_end_after_first = pl->fail_end_after_first;
   p->stray_kernels = pl->stray_kernels;
+  p->seen_args = &pl->seen_args;
   *out = &p->base;
   return nullptr;
 }
@@ -196,7 +206,9 @@ struct Recorded {
   epprof_trace_stats stats{};
 };
 
-Recorded run_fake(FakePlugin* pl, int nodes) {
+// Each node event ends with op_name=Gemm, given as one arg or, with
+// `as_set`, as an arg set that also holds node_index=3.
+Recorded run_fake(FakePlugin* pl, int nodes, bool as_set = false) {
   Recorded out;
   epprof_plugin_t h;
   EXPECT_EQ(take(epprof_plugin_register(&pl->base, &h)).code, EPPROF_OK);
@@ -212,11 +224,17 @@ Recorded run_fake(FakePlugin* pl, int nodes) {
   const epprof_name_id node = name_id("n_kernel_time");
   epprof_arg op{name_id("op_name"), EPPROF_ARG_STRING, {}};
   op.value.str = "Gemm";
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
+  if (as_set) {
+    epprof_arg both[2] = {op, {name_id("node_index"), EPPROF_ARG_INT64, {}}};
+    both[1].value.i64 = 3;
+    EXPECT_EQ(take(epprof_arg_set_intern(both, 2, &set.value.set)).code, EPPROF_OK);
+  }
   for (int i = 0; i < nodes; ++i) {
     uint64_t id = epprof_correlation_id_next();
     EXPECT_EQ(take(epprof_event_begin(prof, EPPROF_CATEGORY_NODE, node, id)).code, EPPROF_OK);
     pl->clock.now += 10'000;
-    EXPECT_EQ(take(epprof_event_end(prof, id, &op, 1)).code, EPPROF_OK);
+    EXPECT_EQ(take(epprof_event_end(prof, id, as_set ? &set : &op, 1)).code, EPPROF_OK);
   }
   out.stats.size = sizeof out.stats;
   EXPECT_EQ(take(epprof_profiler_stop(prof, &out.stats)).code, EPPROF_OK);
@@ -269,6 +287,21 @@ TEST(FakePluginProfiling, DeviceEventsAreAttributedAndLinkedByFlows) {
   EXPECT_EQ(kernels, 4);
   EXPECT_EQ(flows_s, 4);
   EXPECT_EQ(flows_f, 4);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, AnArgSetReachesPluginsAndAttributionExpanded) {
+  auto* pl = new_fake_plugin();
+  Recorded r = run_fake(pl, 2, /*as_set=*/true);
+  EXPECT_EQ(pl->seen_args, (std::vector<std::string>{"op_name=Gemm", "node_index=3", "op_name=Gemm", "node_index=3"}));
+  int kernels = 0;
+  for (auto& e : r.events) {
+    if (e.cat != "Kernel") continue;
+    ++kernels;
+    EXPECT_EQ(e.arg("op_name"), "Gemm");
+    EXPECT_EQ(e.arg("node_index"), "3");
+  }
+  EXPECT_EQ(kernels, 2);
   delete pl;
 }
 

@@ -113,6 +113,117 @@ TEST_F(ProfilerApi, InternedArgValuesMustBeInternedIds) {
   EPPROF_EXPECT_OK(epprof_event_end(p_, id, nullptr, 0));  // the failed ends closed nothing
 }
 
+// Args in the order the set and the event list them, as the trace has them.
+std::vector<std::string> arg_keys_in_order(const TraceEvent& e, const std::vector<std::string>& keys) {
+  std::vector<std::pair<size_t, std::string>> at;
+  for (const auto& k : keys) {
+    const size_t pos = e.args_json.find("\"" + k + "\":");
+    if (pos != std::string::npos) at.emplace_back(pos, k);
+  }
+  std::sort(at.begin(), at.end());
+  std::vector<std::string> out;
+  for (auto& a : at) out.push_back(a.second);
+  return out;
+}
+
+TEST_F(ProfilerApi, AnArgSetIsExportedInItsPlace) {
+  std::string big(1000, 'y');  // long enough to be interned, not inlined
+  epprof_arg set_args[4];
+  set_args[0] = {name_id("op_name"), EPPROF_ARG_NAME, {}};
+  set_args[0].value.name = name_id("Conv");
+  set_args[1] = {name_id("node_index"), EPPROF_ARG_INT64, {}};
+  set_args[1].value.i64 = 7;
+  set_args[2] = {name_id("input_type_shape"), EPPROF_ARG_JSON, {}};
+  std::string shape = "[{\"float\":[1,3]}]";
+  set_args[2].value.str = shape.c_str();
+  set_args[3] = {name_id("note"), EPPROF_ARG_STRING, {}};
+  set_args[3].value.str = big.c_str();
+  epprof_arg_set_id set = 0, again = 0, other = 0;
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(set_args, 4, &set));
+  shape[13] = '9';  // the set copied the text it was given
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(set_args, 4, &again));
+  EXPECT_NE(set, 0u);
+  EXPECT_NE(again, set) << "a different value is a different set";
+  shape[13] = '3';
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(set_args, 4, &again));
+  EXPECT_EQ(again, set) << "the same list gets the same id";
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(set_args, 2, &other));
+  EXPECT_NE(other, set);
+
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t a = epprof_correlation_id_next(), b = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("alone"), a));
+  epprof_arg only{0, EPPROF_ARG_SET, {}};
+  only.value.set = set;
+  EPPROF_ASSERT_OK(epprof_event_end(p_, a, &only, 1));
+  // A set among other args: its args stand where it stands.
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("mixed"), b));
+  epprof_arg mixed[3] = {{name_id("first"), EPPROF_ARG_INT64, {}}, {0, EPPROF_ARG_SET, {}},
+                         {name_id("last"), EPPROF_ARG_STRING, {}}};
+  mixed[0].value.i64 = 1;
+  mixed[1].value.set = other;
+  mixed[2].value.str = "z";
+  EPPROF_ASSERT_OK(epprof_event_end(p_, b, mixed, 3));
+  const auto events = stop_and_read();
+  const TraceEvent *alone = nullptr, *mix = nullptr;
+  for (auto& e : events) {
+    if (e.name == "alone") alone = &e;
+    if (e.name == "mixed") mix = &e;
+  }
+  ASSERT_TRUE(alone && mix);
+  EXPECT_EQ(alone->arg("op_name"), "Conv");
+  EXPECT_EQ(alone->arg("node_index"), "7");
+  EXPECT_EQ(alone->arg("note"), big);
+  EXPECT_NE(alone->args_json.find("\"input_type_shape\":[{\"float\":[1,3]}]"), std::string::npos) << alone->args_json;
+  EXPECT_EQ(arg_keys_in_order(*alone, {"op_name", "node_index", "input_type_shape", "note"}),
+            (std::vector<std::string>{"op_name", "node_index", "input_type_shape", "note"}));
+  EXPECT_EQ(mix->arg("first"), "1");
+  EXPECT_EQ(mix->arg("op_name"), "Conv");
+  EXPECT_EQ(mix->arg("last"), "z");
+  EXPECT_FALSE(mix->has_arg("note"));
+  EXPECT_EQ(arg_keys_in_order(*mix, {"first", "op_name", "node_index", "last"}),
+            (std::vector<std::string>{"first", "op_name", "node_index", "last"}));
+}
+
+TEST_F(ProfilerApi, BadArgSetsAreRejected) {
+  epprof_arg ok{name_id("k"), EPPROF_ARG_INT64, {}};
+  epprof_arg_set_id set = 0;
+  EXPECT_EQ(take(epprof_arg_set_intern(&ok, 1, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_arg_set_intern(nullptr, 1, &set)).code, EPPROF_INVALID_ARGUMENT);
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(nullptr, 0, &set));  // the empty set is a set
+  epprof_arg nested{0, EPPROF_ARG_SET, {}};
+  nested.value.set = set;
+  auto r = take(epprof_arg_set_intern(&nested, 1, &set));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("sets do not nest"), std::string::npos) << r.message;
+  std::vector<epprof_arg> many(33, ok);
+  r = take(epprof_arg_set_intern(many.data(), many.size(), &set));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("at most 32"), std::string::npos) << r.message;
+
+  // On events: an id never handed out, a key on a set, and too many args once expanded.
+  epprof_arg_set_id full = 0;
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(many.data(), 32, &full));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("n"), id));
+  epprof_arg bad{0, EPPROF_ARG_SET, {}};
+  bad.value.set = 900000;
+  r = take(epprof_event_end(p_, id, &bad, 1));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("arg set 900000"), std::string::npos) << r.message;
+  bad = {name_id("k"), EPPROF_ARG_SET, {}};
+  bad.value.set = full;
+  r = take(epprof_event_end(p_, id, &bad, 1));
+  EXPECT_NE(r.message.find("must have key 0"), std::string::npos) << r.message;
+  epprof_arg over[2] = {{0, EPPROF_ARG_SET, {}}, ok};
+  over[0].value.set = full;
+  r = take(epprof_event_end(p_, id, over, 2));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("expanded the event has 33 args"), std::string::npos) << r.message;
+  EPPROF_EXPECT_OK(epprof_event_end(p_, id, over, 1));  // the failed ends closed nothing
+}
+
 TEST_F(ProfilerApi, LongArgValuesAreKeptWhole) {
   EPPROF_ASSERT_OK(epprof_profiler_start(p_));
   std::string big(100000, 'x');
