@@ -56,10 +56,12 @@ inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof) noexcep
   if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
   Profiler* pr = slot.profiler;
   if (__builtin_expect(pr->state() != Profiler::State::kRunning, 0)) return nullptr;
+  *prof = pr;
+  if (__builtin_expect(core::t_last.handle == handle, 1)) return core::t_last.stream;
   const core::ThreadCache* tc = core::t_cache;
   if (__builtin_expect(!tc || tc->entries[idx].handle != handle, 0)) return nullptr;
-  *prof = pr;
-  return tc->entries[idx].stream;
+  core::t_last = core::LastStream{handle, tc->entries[idx].stream};
+  return core::t_last.stream;
 }
 
 // The slow path: registers the thread, or explains why there is no stream.

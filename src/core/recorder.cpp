@@ -327,13 +327,13 @@ ThreadStream* Recorder::add_thread(int64_t tid) {
   return streams_.back().get();
 }
 
-Chunk* Recorder::rollover(ThreadStream& s) {
+void Recorder::rollover(ThreadStream& s) {
   std::lock_guard<std::mutex> lock(mu_);
+  seal(s);
   full_.push_back(s.current);
   Chunk* c = take_chunk_locked();
   c->stream = s.index;
   s.current = c;
-  return c;
 }
 
 Chunk* Recorder::take_chunk_locked() {
@@ -448,7 +448,10 @@ std::vector<std::unique_ptr<RunCursor>> Recorder::finish() {
   for (Chunk* c : full_) by_stream[c->stream].push_back(c);
   full_.clear();
   for (auto& s : streams_) {
-    if (s->current) by_stream[s->index].push_back(s->current);
+    if (s->current) {
+      seal(*s);
+      by_stream[s->index].push_back(s->current);
+    }
     s->current = nullptr;
   }
   std::vector<std::unique_ptr<RunCursor>> runs;

@@ -38,11 +38,17 @@ struct OpenEvent {
   uint8_t category;
 };
 
+// The recording state of one thread in one profiler. The write position in
+// the current chunk lives here, not in the chunk's header, so an event
+// touches the stream and the slots it writes (the header is updated when
+// the chunk is handed over).
 struct ThreadStream {
   int64_t tid = 0;
   uint32_t index = 0;
-  Chunk* current = nullptr;
   uint32_t depth = 0;
+  Chunk* current = nullptr;
+  uint32_t used = 0;    // slots used in `current`
+  uint32_t events = 0;  // entries in `current`
   OpenEvent open[kMaxOpenEvents];
 };
 
@@ -95,11 +101,10 @@ class Recorder {
 
   // Space for an entry of `slots` slots in the stream's current chunk.
   Record* reserve(ThreadStream& s, uint32_t slots) {
-    Chunk* c = s.current;
-    if (__builtin_expect(c->used + slots > kChunkSlots, 0)) c = rollover(s);
-    Record* r = &c->slots[c->used];
-    c->used += slots;
-    ++c->events;
+    if (__builtin_expect(s.used + slots > kChunkSlots, 0)) rollover(s);
+    Record* r = &s.current->slots[s.used];
+    s.used += slots;
+    ++s.events;
     return r;
   }
 
@@ -113,7 +118,13 @@ class Recorder {
   std::string spill_error() const;
 
  private:
-  Chunk* rollover(ThreadStream& s);
+  void rollover(ThreadStream& s);
+  // Moves the stream's write position into its current chunk's header.
+  static void seal(ThreadStream& s) {
+    s.current->used = s.used;
+    s.current->events = s.events;
+    s.used = s.events = 0;
+  }
   Chunk* take_chunk_locked();
   Chunk* carve_chunk_locked();
   void spill_locked();

@@ -25,6 +25,7 @@ thread_local CacheOwner t_owner;
 }  // namespace
 
 __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread LastStream t_last __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
 ThreadCache& thread_cache_slow() {
   t_owner.cache = std::make_unique<ThreadCache>();

@@ -26,6 +26,15 @@ struct ThreadCache {
 // thread_local: a trivially initialised pointer needs no TLS init wrapper.
 extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
+// The last profiler this thread found in its cache, and its stream: a
+// thread that records into one profiler reads this (in the same static TLS
+// line as t_cache) rather than the cache's table.
+struct LastStream {
+  uint64_t handle;
+  ThreadStream* stream;
+};
+extern __thread LastStream t_last __attribute__((tls_model("initial-exec")));
+
 // Creates the calling thread's cache (freed at thread exit).
 ThreadCache& thread_cache_slow();
 
