@@ -1,6 +1,7 @@
 #include "epprof/rt/profiling.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 #include "epprof/rt/error.h"
@@ -116,7 +117,8 @@ struct alignas(64) ProfilingObserver::NodeCache {
   struct Shapes {
     static constexpr size_t kInline = 24;
     const Node* node = nullptr;
-    size_t signature_size = 0;
+    uint32_t signature_size = 0;
+    epprof_arg_set_id args = 0;  // the node event's args; 0 if a table was full
     int64_t inline_signature[kInline];  // dtype, rank, dims of each input, then each output
     std::vector<int64_t> big_signature;  // when it does not fit inline
     epprof_name_id inputs_id = 0, outputs_id = 0;  // 0 if the string table is full
@@ -124,6 +126,22 @@ struct alignas(64) ProfilingObserver::NodeCache {
     std::string inputs_json, outputs_json;
     const int64_t* signature() const { return signature_size <= kInline ? inline_signature : big_signature.data(); }
   };
+
+  // The args of a node event, ONNX Runtime's, in its order.
+  static std::array<epprof_arg, 8> event_args(const Names& names, const Node& node, const Shapes& s) {
+    const Keys& k = keys();
+    return {
+        name_arg(k.op_name, names.op_type),
+        name_arg(k.provider, names.provider),
+        int_arg(k.node_index, int64_t(node.index)),
+        int_arg(k.activation_size, s.activation_bytes),
+        int_arg(k.parameter_size, s.parameter_bytes),
+        int_arg(k.output_size, s.output_bytes),
+        s.inputs_id ? json_name_arg(k.input_type_shape, s.inputs_id) : json_arg(k.input_type_shape, s.inputs_json),
+        s.outputs_id ? json_name_arg(k.output_type_shape, s.outputs_id)
+                     : json_arg(k.output_type_shape, s.outputs_json),
+    };
+  }
 
   std::atomic<const Node*> owner{nullptr};  // set once; `names` below are its names
   Names names{};
@@ -171,7 +189,8 @@ struct alignas(64) ProfilingObserver::NodeCache {
     return i == s.signature_size;
   }
 
-  const Shapes& shapes_for(const Node& node, const NodeIo& io) {
+  const Shapes& shapes_for(const NodeInfo& info, const NodeIo& io) {
+    const Node& node = info.node;
     const Shapes* s = shapes.load(std::memory_order_acquire);
     if (s && matches(*s, node, io)) return *s;
     auto fresh = std::make_unique<Shapes>();
@@ -186,7 +205,7 @@ struct alignas(64) ProfilingObserver::NodeCache {
       if (t) sign(*t);
     for (const Tensor& t : io.outputs)
       if (!t.empty()) sign(t);
-    fresh->signature_size = sig.size();
+    fresh->signature_size = uint32_t(sig.size());
     if (sig.size() <= Shapes::kInline)
       std::copy(sig.begin(), sig.end(), fresh->inline_signature);
     else
@@ -198,6 +217,11 @@ struct alignas(64) ProfilingObserver::NodeCache {
     fresh->activation_bytes = int64_t(io.activation_bytes());
     fresh->parameter_bytes = int64_t(io.parameter_bytes());
     fresh->output_bytes = int64_t(io.output_bytes());
+    const auto args = event_args(names_for(info), node, *fresh);
+    if (epprof_status* st = epprof_arg_set_intern(args.data(), args.size(), &fresh->args)) {
+      epprof_status_release(st);  // node_end passes the args one by one instead
+      fresh->args = 0;
+    }
     std::lock_guard<std::mutex> lock(mu);
     all_shapes.push_back(std::move(fresh));
     shapes.store(all_shapes.back().get(), std::memory_order_release);
@@ -230,6 +254,7 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(op
 
 ProfilingObserver::~ProfilingObserver() {
   if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
+  for (auto& b : blocks_) delete[] b.load();
 }
 
 epprof_trace_stats ProfilingObserver::finish() {
@@ -255,23 +280,23 @@ void ProfilingObserver::report(epprof_status* status) noexcept {
 }
 
 ProfilingObserver::NodeCache& ProfilingObserver::cache_for(const Node& node) {
-  const auto* table = nodes_.load(std::memory_order_acquire);
-  if (table && node.index < table->size()) return *(*table)[node.index];
-  std::lock_guard<std::mutex> lock(mu_);
-  table = nodes_.load(std::memory_order_relaxed);
-  if (!table || node.index >= table->size()) {
-    // Publish a bigger table; older tables stay alive for readers that
-    // still hold them, and all point at the same NodeCaches.
-    auto bigger = std::make_unique<std::vector<NodeCache*>>(table ? *table : std::vector<NodeCache*>{});
-    while (bigger->size() <= std::max<size_t>(node.index, 63)) {
-      caches_.push_back(std::make_unique<NodeCache>());
-      bigger->push_back(caches_.back().get());
-    }
-    tables_.push_back(std::move(bigger));
-    table = tables_.back().get();
-    nodes_.store(table, std::memory_order_release);
+  const size_t block = node.index / kBlockNodes;
+  if (__builtin_expect(block >= kBlocks, 0)) {  // a graph of over a million nodes: the locked path
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& cache = overflow_[node.index];
+    if (!cache) cache = std::make_unique<NodeCache>();
+    return *cache;
   }
-  return *(*table)[node.index];
+  NodeCache* caches = blocks_[block].load(std::memory_order_acquire);
+  if (__builtin_expect(!caches, 0)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    caches = blocks_[block].load(std::memory_order_relaxed);
+    if (!caches) {
+      caches = new NodeCache[kBlockNodes];
+      blocks_[block].store(caches, std::memory_order_release);
+    }
+  }
+  return caches[node.index % kBlockNodes];
 }
 
 void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
@@ -305,23 +330,16 @@ void ProfilingObserver::node_begin(const NodeInfo& info) {
 }
 
 void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
-  const Keys& k = keys();
   NodeCache& cache = cache_for(info.node);
-  const NodeCache::Names& names = cache.names_for(info);
-  const NodeCache::Shapes& shapes = cache.shapes_for(info.node, io);
-  const epprof_arg args[] = {
-      name_arg(k.op_name, names.op_type),
-      name_arg(k.provider, names.provider),
-      int_arg(k.node_index, int64_t(info.node.index)),
-      int_arg(k.activation_size, shapes.activation_bytes),
-      int_arg(k.parameter_size, shapes.parameter_bytes),
-      int_arg(k.output_size, shapes.output_bytes),
-      shapes.inputs_id ? json_name_arg(k.input_type_shape, shapes.inputs_id)
-                       : json_arg(k.input_type_shape, shapes.inputs_json),
-      shapes.outputs_id ? json_name_arg(k.output_type_shape, shapes.outputs_id)
-                        : json_arg(k.output_type_shape, shapes.outputs_json),
-  };
-  report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
+  const NodeCache::Shapes& shapes = cache.shapes_for(info, io);
+  if (__builtin_expect(shapes.args != 0, 1)) {
+    epprof_arg set{0, EPPROF_ARG_SET, {}};
+    set.value.set = shapes.args;
+    report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
+    return;
+  }
+  const auto args = NodeCache::event_args(cache.names_for(info), info.node, shapes);
+  report(epprof_event_end(profiler_, info.correlation_id, args.data(), args.size()));
 }
 
 void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,14 +61,18 @@ class ProfilingObserver final : public RunObserver {
   NodeCache& cache_for(const Node& node);
   void report(epprof_status* status) noexcept;
 
+  // The node caches, by node index, in blocks of kBlockNodes allocated
+  // under mu_ and read lock-free: a node's cache is two loads away, the
+  // first from the line that also holds profiler_.
+  static constexpr size_t kBlockNodes = 256;
+  static constexpr size_t kBlocks = 4096;  // node indices below 2^20
+
   epprof_profiler_t profiler_{};
+  std::atomic<NodeCache*> blocks_[kBlocks] = {};
   std::string path_;
   bool finished_ = false;
-  // Per node index; grown under mu_, read lock-free.
-  std::atomic<const std::vector<NodeCache*>*> nodes_{nullptr};
-  std::vector<std::unique_ptr<std::vector<NodeCache*>>> tables_;
-  std::vector<std::unique_ptr<NodeCache>> caches_;
   std::mutex mu_;
+  std::map<size_t, std::unique_ptr<NodeCache>> overflow_;  // node indices past the blocks
   std::atomic<bool> warned_{false};
 };
 
