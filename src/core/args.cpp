@@ -165,6 +165,7 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
         return std::string(fn) + ": " + std::to_string(kMaxArgSets - 1) + " arg sets exist; the table is full";
       });
     t.ids.emplace(key, id);
+    g_arg_sets_published.store(id, std::memory_order_release);
     *out = id;
     return nullptr;
   } catch (const std::bad_alloc&) {
@@ -174,6 +175,6 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
 
 const ArgSet* arg_set(uint32_t id) noexcept { return set_table().sets.get(id); }
 
-bool is_arg_set(uint32_t id) noexcept { return set_table().sets.contains(id); }
+alignas(64) std::atomic<uint32_t> g_arg_sets_published{0};
 
 }  // namespace epprof::core

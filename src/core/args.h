@@ -3,8 +3,10 @@
 // validated and encoded once, which an event then carries as one 4-byte id.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -48,7 +50,22 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
 // The set of `id`, or nullptr for an id intern_arg_set never returned.
 const ArgSet* arg_set(uint32_t id) noexcept;
 
-// Whether `id` is a set id: one word read, for the hot path.
-bool is_arg_set(uint32_t id) noexcept;
+// The number of sets interned, published after each set is in place. A
+// plain global (no initialisation guard) so that the hot path's check reads
+// one line.
+extern std::atomic<uint32_t> g_arg_sets_published;
+
+// Whether `id` is a set id.
+inline bool is_arg_set(uint32_t id) noexcept {
+  return id != 0 && id <= g_arg_sets_published.load(std::memory_order_relaxed);
+}
+
+// The payload of an event whose one arg is the set `id` (what encode_args
+// writes for it), in the one slot it takes: the hot path's common case.
+inline void encode_lone_set(Record* slot, uint32_t id) noexcept {
+  const uint32_t words[8] = {1, 0, uint32_t(StoredArg::kSet), id, 0, 0, 0, 0};
+  static_assert(sizeof words == kSlotBytes, "one slot");
+  std::memcpy(slot, words, sizeof words);
+}
 
 }  // namespace epprof::core

@@ -13,6 +13,7 @@
 
 #include "abi/event.h"
 #include "abi/plugin.h"
+#include "core/args.h"
 #include "core/clock.h"
 #include "core/recorder.h"
 #include "epprof/profiler.h"
@@ -73,6 +74,11 @@ class Profiler {
     if (num_args == 0) {
       Record* r = recorder_.reserve(s, 1);
       *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
+    } else if (num_args == 1 && args[0].type == EPPROF_ARG_SET && args[0].key == 0 &&
+               is_arg_set(args[0].value.set)) {  // one arg set: a node's args, say
+      Record* r = recorder_.reserve(s, 2);
+      *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 1};
+      encode_lone_set(r + 1, args[0].value.set);
     } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
