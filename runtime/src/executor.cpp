@@ -79,10 +79,11 @@ void notify_failed(const Observers& obs, const NodeInfo& info) {
 class SequentialExecutor final : public Executor {
  public:
   const char* name() const override { return "SequentialExecutor"; }
-  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) override {
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
+               uint64_t shape_epoch) override {
     Releaser rel(plan);
     for (const NodePlan& np : plan.nodes) {
-      run_node(np, values, obs, run_id);
+      run_node(np, values, obs, run_id, shape_epoch);
       rel.after_node(plan, np, values);
     }
   }
@@ -93,9 +94,10 @@ class ParallelExecutor final : public Executor {
   explicit ParallelExecutor(int threads) : pool_(threads) {}
   const char* name() const override { return "ParallelExecutor"; }
 
-  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) override {
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
+               uint64_t shape_epoch) override {
     if (plan.nodes.empty()) return;
-    auto st = std::make_shared<RunState>(plan, values, obs, run_id);
+    auto st = std::make_shared<RunState>(plan, values, obs, run_id, shape_epoch);
     for (size_t i = 0; i < plan.nodes.size(); ++i)
       if (plan.nodes[i].num_producers == 0) schedule(st, i);
     std::unique_lock<std::mutex> lock(st->mu);
@@ -105,14 +107,15 @@ class ParallelExecutor final : public Executor {
 
  private:
   struct RunState {
-    RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, uint64_t id)
-        : plan(p), values(v), obs(o), run_id(id), rel(p), pending(p.nodes.size()) {
+    RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, uint64_t id, uint64_t epoch)
+        : plan(p), values(v), obs(o), run_id(id), shape_epoch(epoch), rel(p), pending(p.nodes.size()) {
       for (size_t i = 0; i < p.nodes.size(); ++i) pending[i].store(p.nodes[i].num_producers);
     }
     const ExecPlan& plan;
     std::vector<Tensor>& values;
     const Observers& obs;
     uint64_t run_id;
+    uint64_t shape_epoch;
     Releaser rel;
     std::vector<std::atomic<int>> pending;
     std::atomic<bool> failed{false};
@@ -130,7 +133,7 @@ class ParallelExecutor final : public Executor {
     const NodePlan& np = st->plan.nodes[i];
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
-        run_node(np, st->values, st->obs, st->run_id);
+        run_node(np, st->values, st->obs, st->run_id, st->shape_epoch);
       } catch (...) {
         std::lock_guard<std::mutex> lock(st->mu);
         if (!st->error) st->error = std::current_exception();
@@ -150,14 +153,15 @@ class ParallelExecutor final : public Executor {
 
 }  // namespace
 
-void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) {
+void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
+              uint64_t shape_epoch) {
   const Node& node = *np.node;
   KernelContext ctx;
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
-  const NodeInfo info{node, *np.provider, run_id, obs.count ? epprof_correlation_id_next() : 0};
+  const NodeInfo info{node, *np.provider, run_id, obs.count ? epprof_correlation_id_next() : 0, shape_epoch};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);

@@ -44,7 +44,9 @@ class Executor {
   virtual ~Executor() = default;
   virtual const char* name() const = 0;
   // `values` holds constants and inputs on entry, every kept slot on return.
-  virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id) = 0;
+  // `shape_epoch` is passed on in NodeInfo (see there).
+  virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
+                       uint64_t shape_epoch) = 0;
 };
 
 std::unique_ptr<Executor> make_sequential_executor();
@@ -52,6 +54,7 @@ std::unique_ptr<Executor> make_parallel_executor(int threads);
 
 // Runs one node: gathers inputs, computes, stores outputs, calls the observers.
 // Errors are rethrown as Error naming the node.
-void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id);
+void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
+              uint64_t shape_epoch);
 
 }  // namespace epprof::rt::detail

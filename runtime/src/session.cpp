@@ -7,6 +7,7 @@
 
 #include "epprof/profiler.h"
 #include "executor.h"
+#include "shape_epochs.h"
 #include "model.h"
 
 namespace epprof::rt {
@@ -21,6 +22,7 @@ struct Session::Impl {
   detail::ExecPlan plan;
   std::unique_ptr<detail::Executor> executor;
   std::atomic<uint64_t> next_run_id{1};
+  std::unique_ptr<detail::ShapeEpochs> shape_epochs;
 };
 
 namespace {
@@ -161,6 +163,7 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
   }
   assign_and_create_kernels(*s);
   build_plan(*s);
+  s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::shapes_follow_input_shapes(s->plan));
   if (s->options.executor == ExecutorKind::Parallel) {
     int threads = s->options.threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -207,13 +210,19 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   detail::Observers obs;
   obs.add(s.options.observer);
   obs.add(options.observer);
+  uint64_t shape_epoch = 0;
+  if (obs.count) {
+    std::vector<const Tensor*> given;
+    for (int id : s.plan.input_slots) given.push_back(&values[static_cast<size_t>(id)]);
+    shape_epoch = s.shape_epochs->epoch_for(given);
+  }
   const uint64_t run_id = impl_->next_run_id.fetch_add(1);
   const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size(),
                      obs.count ? epprof_correlation_id_next() : 0,
                      obs.count ? epprof_correlation_id_next() : 0};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
   try {
-    s.executor->execute(s.plan, values, obs, run_id);
+    s.executor->execute(s.plan, values, obs, run_id, shape_epoch);
   } catch (...) {
     for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
     throw;

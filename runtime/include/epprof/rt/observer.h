@@ -36,6 +36,11 @@ struct NodeInfo {
   const std::string& provider;  // EP name, e.g. "CPUExecutionProvider"
   uint64_t run_id;
   uint64_t correlation_id;    // process-unique id of this node execution, shared by all observers
+  // Nonzero when the session proved that every node's shapes follow from
+  // the graph inputs' shapes: executions of a node with the same epoch have
+  // the same input and output types and shapes, so what an observer derived
+  // from them once still holds. 0: no such promise; read the tensors.
+  uint64_t shape_epoch = 0;
 };
 
 // Inputs/outputs of one finished node execution. Pointers valid only during the call.
