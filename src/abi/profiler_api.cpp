@@ -28,7 +28,15 @@ using core::Profiler;
 struct ProfilerSlot {
   std::atomic<uint64_t> handle{0};
   Profiler* profiler = nullptr;  // published before handle, retracted after
+  // While the profiler runs: kHotRunning and which EP profiler calls it
+  // needs. Every event reads this word instead of the Profiler itself.
+  std::atomic<uint32_t> hot{0};
 };
+constexpr uint32_t kHotRunning = 1, kHotStartEvents = 2, kHotStopEvents = 4;
+
+uint32_t hot_flags(const Profiler& p) {
+  return kHotRunning | (p.eps_want_events() ? kHotStartEvents : 0) | (p.eps_want_stop() ? kHotStopEvents : 0);
+}
 
 ProfilerSlot g_slots[kMaxProfilers];
 std::mutex g_slots_mu;  // create/destroy and thread registration
@@ -47,16 +55,17 @@ Profiler* find(epprof_profiler_t p) {
   return s.profiler;
 }
 
-// The calling thread's stream in the profiler behind `handle`: the fast
-// path, a cache hit on a running profiler. nullptr means "take the slow
-// path" (first event of this thread, stale handle, or not running).
-inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof) noexcept {
+// The calling thread's stream in the profiler behind `handle`, and the
+// slot's hot flags: the fast path, a cache hit on a running profiler.
+// nullptr means "take the slow path" (first event of this thread, stale
+// handle, or not running).
+inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof, uint32_t* hot) noexcept {
   const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
   const ProfilerSlot& slot = g_slots[idx];
   if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
-  Profiler* pr = slot.profiler;
-  if (__builtin_expect(pr->state() != Profiler::State::kRunning, 0)) return nullptr;
-  *prof = pr;
+  *hot = slot.hot.load(std::memory_order_acquire);
+  if (__builtin_expect(!(*hot & kHotRunning), 0)) return nullptr;
+  *prof = slot.profiler;
   if (__builtin_expect(core::t_last.handle == handle, 1)) return core::t_last.stream;
   const core::ThreadCache* tc = core::t_cache;
   if (__builtin_expect(!tc || tc->entries[idx].handle != handle, 0)) return nullptr;
@@ -66,7 +75,7 @@ inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof) noexcep
 
 // The slow path: registers the thread, or explains why there is no stream.
 [[gnu::cold, gnu::noinline]] core::ThreadStream* slow_stream(uint64_t handle, Profiler** prof,
-                                                             epprof_status** err,
+                                                             uint32_t* hot, epprof_status** err,
                                                              const char* fn) noexcept {
   const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
   ProfilerSlot& slot = g_slots[idx];
@@ -91,6 +100,7 @@ inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof) noexcep
       e.handle = handle;
     }
     *prof = pr;
+    *hot = hot_flags(*pr);
     return e.stream;
   } catch (...) {
     *err = out_of_memory_status();
@@ -137,21 +147,23 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   if (__builtin_expect(!valid_category(category) || name == 0 || correlation_id == 0, 0))
     return check_event_ids("epprof_event_begin", category, name, correlation_id);
   Profiler* p = nullptr;
-  core::ThreadStream* s = fast_stream(handle, &p);
+  uint32_t hot = 0;
+  core::ThreadStream* s = fast_stream(handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &err, "epprof_event_begin")))
+  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_begin")))
     return err;
-  return p->begin(*s, uint8_t(category), name, correlation_id);
+  return p->begin(*s, uint8_t(category), name, correlation_id, hot & kHotStartEvents);
 }
 
 [[gnu::noinline]] epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) noexcept {
   Profiler* p = nullptr;
-  core::ThreadStream* s = fast_stream(handle, &p);
+  uint32_t hot = 0;
+  core::ThreadStream* s = fast_stream(handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &err, "epprof_event_end")))
+  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_end")))
     return err;
-  return p->end(*s, correlation_id, args, num_args);
+  return p->end(*s, correlation_id, args, num_args, hot & kHotStopEvents);
 }
 
 }  // namespace epprof::abi
@@ -300,6 +312,7 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler) {
     return make_status(EPPROF_FAILED_PRECONDITION,
                        std::string(fn) + ": the profiler was already started");
   p->start();
+  abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(abi::hot_flags(*p), std::memory_order_release);
   return nullptr;
   EPPROF_API_END
 }
@@ -320,6 +333,7 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                        (p->state() == core::Profiler::State::kCreated
                                                             ? "not started"
                                                             : "already stopped"));
+  abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(0, std::memory_order_release);
   std::string error = p->stop(stats);
   if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
   return nullptr;
@@ -335,6 +349,7 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
     core::Profiler* p = abi::find(profiler);
     if (!p) return abi::not_found("epprof_profiler_destroy");
     abi::ProfilerSlot& s = abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)];
+    s.hot.store(0, std::memory_order_release);
     s.handle.store(0, std::memory_order_release);
     s.profiler = nullptr;
     doomed.reset(p);
@@ -371,9 +386,10 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
       return std::string(fn) + ": negative duration " + std::to_string(dur_ns);
     });
   core::Profiler* p = nullptr;
-  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p);
+  uint32_t hot = 0;
+  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &err, fn))) return err;
+  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &hot, &err, fn))) return err;
   return p->record(*s, uint8_t(category), name, correlation_id, start_ns, dur_ns, args, num_args);
 }
 

@@ -49,6 +49,9 @@ class Profiler {
   // Before start only (the caller checks the state).
   void add_plugin(std::shared_ptr<abi::LoadedPlugin> plugin);
   bool uses_plugins() const { return !eps_.empty(); }
+  // Whether an EP profiler wants start_event / stop_event calls.
+  bool eps_want_events() const { return eps_want_events_; }
+  bool eps_want_stop() const { return eps_want_stop_; }
   void set_metadata(std::string key, std::string value);
 
   void start();
@@ -57,16 +60,18 @@ class Profiler {
 
   ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
 
-  // ---- hot path; the caller has checked the handle and the state ----
-  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id) noexcept {
+  // ---- hot path; the caller has checked the handle and the state, and
+  // says whether EP profilers are to be called (eps_want_events/stop) ----
+  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id, bool notify_eps) noexcept {
     if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return too_deep();
     s.open[s.depth++] = OpenEvent{now_ticks(), id, name, category};
-    if (eps_want_events_)
+    if (notify_eps)
       for (auto& ep : eps_) ep->start_event(id);
     return nullptr;
   }
 
-  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args) noexcept {
+  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args,
+                     bool notify_eps) noexcept {
     const uint64_t t = now_ticks();
     if (__builtin_expect(s.depth == 0 || s.open[s.depth - 1].correlation_id != id, 0))
       return mismatched_end(s, id);
@@ -75,7 +80,7 @@ class Profiler {
       Record* r = recorder_.reserve(s, 1);
       *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
     } else if (num_args == 1 && args[0].type == EPPROF_ARG_SET && args[0].key == 0 &&
-               is_arg_set(args[0].value.set)) {  // one arg set: a node's args, say
+               known_set(s, args[0].value.set)) {  // one arg set: a node's args, say
       Record* r = recorder_.reserve(s, 2);
       *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 1};
       encode_lone_set(r + 1, args[0].value.set);
@@ -83,7 +88,7 @@ class Profiler {
       return st;  // bad args: the event stays open, nothing recorded
     }
     --s.depth;
-    if (eps_want_stop_) notify_stop(s, o, t, args, num_args);
+    if (notify_eps) notify_stop(s, o, t, args, num_args);
     return nullptr;
   }
 
@@ -92,6 +97,13 @@ class Profiler {
                         size_t num_args) noexcept;
 
  private:
+  // Whether `set` is an arg set id, checked against the stream's copy of
+  // the published count first (its line is read anyway).
+  static bool known_set(ThreadStream& s, uint32_t set) noexcept {
+    return set != 0 && (set <= s.known_sets ||
+                        set <= (s.known_sets = g_arg_sets_published.load(std::memory_order_relaxed)));
+  }
+
   // Error paths stay out of line so the hot path keeps a small frame.
   [[gnu::cold, gnu::noinline]] epprof_status* too_deep() const noexcept;
   [[gnu::cold, gnu::noinline]] epprof_status* mismatched_end(const ThreadStream& s,

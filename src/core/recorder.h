@@ -49,6 +49,7 @@ struct ThreadStream {
   Chunk* current = nullptr;
   uint32_t used = 0;    // slots used in `current`
   uint32_t events = 0;  // entries in `current`
+  uint32_t known_sets = 0;  // arg set ids up to this one are valid (Profiler::end)
   OpenEvent open[kMaxOpenEvents];
 };
 
