@@ -149,6 +149,23 @@ struct alignas(64) ProfilingObserver::NodeCache {
   std::atomic<const Node*> owner{nullptr};  // set once; `names` below are its names
   Names names{};
   std::atomic<const Shapes*> shapes{nullptr};
+  // The owner's arg set for a shape epoch, epoch << kSetBits | set, beside
+  // the names: an execution in that epoch reads this one line. 0: none.
+  static constexpr unsigned kSetBits = 20;  // arg set ids are below 2^20
+  std::atomic<uint64_t> epoch_args{0};
+
+  // The args for `info` from epoch_args, or 0.
+  epprof_arg_set_id args_in_epoch(const NodeInfo& info) const {
+    const uint64_t e = epoch_args.load(std::memory_order_relaxed);
+    if (!info.shape_epoch || e >> kSetBits != info.shape_epoch || owner.load(std::memory_order_relaxed) != &info.node)
+      return 0;
+    return epprof_arg_set_id(e & ((uint64_t(1) << kSetBits) - 1));
+  }
+  void remember(const NodeInfo& info, const Shapes& s) {
+    if (info.shape_epoch && info.shape_epoch < (uint64_t(1) << (64 - kSetBits)) && s.args &&
+        s.args < (1u << kSetBits) && owner.load(std::memory_order_relaxed) == &info.node)
+      epoch_args.store(info.shape_epoch << kSetBits | s.args, std::memory_order_relaxed);
+  }
   std::mutex mu;  // guards the lists below and the first `names`
   std::vector<std::unique_ptr<Names>> other_names;  // nodes of other sessions sharing this index
   std::vector<std::unique_ptr<Shapes>> all_shapes;  // every Shapes ever published
@@ -340,9 +357,15 @@ void ProfilingObserver::node_begin(const NodeInfo& info) {
 
 void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
   NodeCache& cache = cache_for(info.node);
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
+  set.value.set = cache.args_in_epoch(info);
+  if (__builtin_expect(set.value.set != 0, 1)) {
+    report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
+    return;
+  }
   const NodeCache::Shapes& shapes = cache.shapes_for(info, io);
-  if (__builtin_expect(shapes.args != 0, 1)) {
-    epprof_arg set{0, EPPROF_ARG_SET, {}};
+  cache.remember(info, shapes);
+  if (shapes.args) {
     set.value.set = shapes.args;
     report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
     return;

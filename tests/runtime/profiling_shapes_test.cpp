@@ -1,0 +1,173 @@
+// Shape epochs (NodeInfo::shape_epoch) and what the ProfilingObserver does
+// with them: runs with the same input shapes share an epoch only where the
+// session proved shapes follow from input shapes, and every node event
+// reports the shapes of its own run, however they change between runs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/profiling.h"
+#include "epprof/rt/session.h"
+#include "support/test_util.h"
+#include "test_models.h"
+
+namespace {
+
+using namespace epprof::rt;
+using namespace epprof::rt::testing;
+
+class EpochRecorder final : public RunObserver {
+ public:
+  void node_end(const NodeInfo& info, const NodeIo&) override { epochs.push_back(info.shape_epoch); }
+  std::vector<uint64_t> epochs;
+};
+
+void set_dims(onnx::ValueInfoProto* v, const std::vector<std::string>& dims) {
+  auto* shape = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  for (const auto& d : dims) {
+    if (d.find_first_not_of("0123456789") == std::string::npos)
+      shape->add_dim()->set_dim_value(std::stoll(d));
+    else
+      shape->add_dim()->set_dim_param(d);
+  }
+}
+
+// x[N,3] -> Relu -> y[N,3]
+std::string dynamic_relu() {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {1, 3});
+  set_dims(m.mutable_graph()->mutable_input(0), {"N", "3"});
+  add_node(m, "Relu", "relu", {"x"}, {"y"});
+  add_io(m, false, "y", {1, 3});
+  set_dims(m.mutable_graph()->mutable_output(0), {"N", "3"});
+  return bytes(m);
+}
+
+// y = Reshape(x[2,3], shape): the caller gives the shape (int64[2]).
+std::string reshape_by_caller() {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_io(m, true, "shape", {2}, onnx::TensorProto::INT64);
+  add_node(m, "Reshape", "reshape", {"x", "shape"}, {"y"});
+  add_io(m, false, "y", {});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  return bytes(m);
+}
+
+// y = Reshape(Relu(x[N,3]), Shape(x)): the shape is computed from shapes.
+std::string reshape_by_shape() {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {1, 3});
+  set_dims(m.mutable_graph()->mutable_input(0), {"N", "3"});
+  add_node(m, "Shape", "shape", {"x"}, {"s"});
+  add_node(m, "Relu", "relu", {"x"}, {"r"});
+  add_node(m, "Reshape", "reshape", {"r", "s"}, {"y"});
+  add_io(m, false, "y", {1, 3});
+  set_dims(m.mutable_graph()->mutable_output(0), {"N", "3"});
+  return bytes(m);
+}
+
+Tensor rows(int64_t n) { return Tensor(DataType::Float, {n, 3}); }
+
+// The epoch of each run's first node.
+std::vector<uint64_t> run_epochs(const std::string& model, const std::vector<std::map<std::string, Tensor>>& runs) {
+  EpochRecorder rec;
+  SessionOptions o;
+  o.observer = &rec;
+  Session s = Session::from_bytes(model, o);
+  std::vector<uint64_t> out;
+  for (const auto& in : runs) {
+    rec.epochs.clear();
+    s.run(in);
+    out.push_back(rec.epochs.at(0));
+    for (uint64_t e : rec.epochs) EXPECT_EQ(e, out.back()) << "one epoch per run";
+  }
+  return out;
+}
+
+TEST(ShapeEpochs, RunsWithTheSameInputShapesShareOne) {
+  const auto e = run_epochs(dynamic_relu(), {{{"x", rows(2)}}, {{"x", rows(2)}}, {{"x", rows(4)}}, {{"x", rows(2)}}});
+  EXPECT_NE(e[0], 0u);
+  EXPECT_EQ(e[1], e[0]);
+  EXPECT_NE(e[2], e[1]);
+  EXPECT_NE(e[2], 0u);
+  EXPECT_NE(e[3], e[2]);
+  EXPECT_NE(e[3], 0u);
+  // Another session never reuses this one's epochs.
+  const auto other = run_epochs(dynamic_relu(), {{{"x", rows(2)}}});
+  EXPECT_TRUE(std::find(e.begin(), e.end(), other[0]) == e.end());
+}
+
+TEST(ShapeEpochs, AShapeComputedFromShapesKeepsThem) {
+  const auto e = run_epochs(reshape_by_shape(), {{{"x", rows(2)}}, {{"x", rows(2)}}});
+  EXPECT_NE(e[0], 0u);
+  EXPECT_EQ(e[1], e[0]);
+}
+
+TEST(ShapeEpochs, AShapeGivenByTheCallerDisablesThem) {
+  auto in = [](std::vector<int64_t> shape) {
+    return std::map<std::string, Tensor>{{"x", Tensor(DataType::Float, {2, 3})},
+                                         {"shape", Tensor::from_vector<int64_t>({2}, shape)}};
+  };
+  const auto e = run_epochs(reshape_by_caller(), {in({3, 2}), in({3, 2})});
+  EXPECT_EQ(e[0], 0u);
+  EXPECT_EQ(e[1], 0u);
+}
+
+// The type/shape args of every node event named `event`, in time order.
+std::vector<std::string> shapes_in_trace(const std::string& path, const std::string& event, const char* key) {
+  auto events = epprof::testing::read_trace(path);
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  std::vector<std::string> out;
+  const std::string k = std::string("\"") + key + "\":";
+  for (const auto& e : events) {
+    if (e.name != event) continue;
+    const size_t at = e.args_json.find(k);
+    if (at == std::string::npos) {
+      out.push_back("(missing)");
+      continue;
+    }
+    const size_t start = at + k.size();
+    out.push_back(e.args_json.substr(start, e.args_json.find("}]", start) + 2 - start));
+  }
+  return out;
+}
+
+TEST(ProfilingShapes, NodeEventsReportTheShapesOfTheirOwnRun) {
+  epprof::testing::TempDir dir;
+  {
+    ProfilingOptions po;
+    po.trace_path = dir.file("relu.json");
+    ProfilingObserver prof(po);
+    SessionOptions o;
+    o.observer = &prof;
+    Session s = Session::from_bytes(dynamic_relu(), o);
+    for (int64_t n : {2, 2, 4, 4, 2}) s.run({{"x", rows(n)}});
+    prof.finish();
+  }
+  EXPECT_EQ(shapes_in_trace(dir.file("relu.json"), "relu_kernel_time", "output_type_shape"),
+            (std::vector<std::string>{"[{\"float\":[2,3]}]", "[{\"float\":[2,3]}]", "[{\"float\":[4,3]}]",
+                                      "[{\"float\":[4,3]}]", "[{\"float\":[2,3]}]"}));
+  {
+    // No epochs here: the shapes must still follow the caller's values.
+    ProfilingOptions po;
+    po.trace_path = dir.file("reshape.json");
+    ProfilingObserver prof(po);
+    SessionOptions o;
+    o.observer = &prof;
+    Session s = Session::from_bytes(reshape_by_caller(), o);
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 2}, {3, 2}, {6, 1}})
+      s.run({{"x", Tensor(DataType::Float, {2, 3})}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}});
+    prof.finish();
+  }
+  EXPECT_EQ(shapes_in_trace(dir.file("reshape.json"), "reshape_kernel_time", "output_type_shape"),
+            (std::vector<std::string>{"[{\"float\":[3,2]}]", "[{\"float\":[3,2]}]", "[{\"float\":[6,1]}]"}));
+}
+
+}  // namespace
