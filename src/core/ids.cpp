@@ -12,7 +12,10 @@ struct IdBlock {
   uint64_t next = 0;
   uint64_t end = 0;
 };
-thread_local IdBlock t_block;
+// Initial-exec static TLS (as core/threads.h's cache): no __tls_get_addr
+// call on the hot path, and 16 bytes are small enough for a dlopen'ed
+// library's share of static TLS.
+__thread IdBlock t_block __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
@@ -23,6 +26,17 @@ uint64_t next_correlation_id() noexcept {
     b.end = b.next + kBlock;
   }
   return b.next++;
+}
+
+uint64_t reserve_correlation_ids(uint64_t count) noexcept {
+  if (count == 0 || count > (uint64_t(1) << 48)) return 0;
+  IdBlock& b = t_block;
+  if (b.end - b.next >= count) {  // from this thread's block
+    const uint64_t first = b.next;
+    b.next += count;
+    return first;
+  }
+  return g_next_block.fetch_add(count, std::memory_order_relaxed);
 }
 
 }  // namespace epprof::core

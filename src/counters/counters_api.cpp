@@ -47,11 +47,12 @@ epprof_status* stale_config(const char* fn) {
 // ---- Counting contexts ----
 
 // The calling thread's id for owner checks: unique per thread, never reused.
+// Initial-exec static TLS: no __tls_get_addr call on each counting call.
 std::atomic<uint64_t> g_next_thread_id{1};
+__thread uint64_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
 inline uint64_t this_thread_id() noexcept {
-  static thread_local uint64_t id = 0;
-  if (__builtin_expect(id == 0, 0)) id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
-  return id;
+  if (__builtin_expect(t_thread_id == 0, 0)) t_thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
+  return t_thread_id;
 }
 
 constexpr uint32_t kNoPass = 0xFFFFFFFEu;
