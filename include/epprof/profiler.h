@@ -57,6 +57,13 @@ EPPROF_API const char* epprof_name(epprof_name_id id);
  * cheap enough for the hot path (no lock, no syscall). */
 EPPROF_API uint64_t epprof_correlation_id_next(void);
 
+/* Reserves `count` consecutive correlation ids and returns the first: ids
+ * first .. first + count - 1 are the caller's, and no other call returns
+ * any of them. For a host that numbers a batch itself (a run's node
+ * executions: one call per run instead of one per node). Returns 0 when
+ * count is 0 or above 2^48. No lock; a syscall never. */
+EPPROF_API uint64_t epprof_correlation_id_block(uint64_t count);
+
 /* The host clock: monotonic nanoseconds (CLOCK_MONOTONIC's epoch). */
 EPPROF_API int64_t epprof_clock_now_ns(void);
 

@@ -79,12 +79,12 @@ void notify_failed(const Observers& obs, const NodeInfo& info) {
 class SequentialExecutor final : public Executor {
  public:
   const char* name() const override { return "SequentialExecutor"; }
-  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
-               uint64_t shape_epoch) override {
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
+               const RunContext& run) override {
     Releaser rel(plan);
-    for (const NodePlan& np : plan.nodes) {
-      run_node(np, values, obs, run_id, shape_epoch);
-      rel.after_node(plan, np, values);
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      run_node(plan.nodes[i], i, values, obs, run);
+      rel.after_node(plan, plan.nodes[i], values);
     }
   }
 };
@@ -94,10 +94,10 @@ class ParallelExecutor final : public Executor {
   explicit ParallelExecutor(int threads) : pool_(threads) {}
   const char* name() const override { return "ParallelExecutor"; }
 
-  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
-               uint64_t shape_epoch) override {
+  void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
+               const RunContext& run) override {
     if (plan.nodes.empty()) return;
-    auto st = std::make_shared<RunState>(plan, values, obs, run_id, shape_epoch);
+    auto st = std::make_shared<RunState>(plan, values, obs, run);
     for (size_t i = 0; i < plan.nodes.size(); ++i)
       if (plan.nodes[i].num_producers == 0) schedule(st, i);
     std::unique_lock<std::mutex> lock(st->mu);
@@ -107,15 +107,14 @@ class ParallelExecutor final : public Executor {
 
  private:
   struct RunState {
-    RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, uint64_t id, uint64_t epoch)
-        : plan(p), values(v), obs(o), run_id(id), shape_epoch(epoch), rel(p), pending(p.nodes.size()) {
+    RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, const RunContext& r)
+        : plan(p), values(v), obs(o), run(r), rel(p), pending(p.nodes.size()) {
       for (size_t i = 0; i < p.nodes.size(); ++i) pending[i].store(p.nodes[i].num_producers);
     }
     const ExecPlan& plan;
     std::vector<Tensor>& values;
     const Observers& obs;
-    uint64_t run_id;
-    uint64_t shape_epoch;
+    RunContext run;
     Releaser rel;
     std::vector<std::atomic<int>> pending;
     std::atomic<bool> failed{false};
@@ -133,7 +132,7 @@ class ParallelExecutor final : public Executor {
     const NodePlan& np = st->plan.nodes[i];
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
-        run_node(np, st->values, st->obs, st->run_id, st->shape_epoch);
+        run_node(np, i, st->values, st->obs, st->run);
       } catch (...) {
         std::lock_guard<std::mutex> lock(st->mu);
         if (!st->error) st->error = std::current_exception();
@@ -153,15 +152,16 @@ class ParallelExecutor final : public Executor {
 
 }  // namespace
 
-void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
-              uint64_t shape_epoch) {
+void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, const Observers& obs,
+              const RunContext& run) {
   const Node& node = *np.node;
   KernelContext ctx;
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
-  const NodeInfo info{node, *np.provider, run_id, obs.count ? epprof_correlation_id_next() : 0, shape_epoch};
+  const NodeInfo info{node, *np.provider, run.run_id, run.first_node_id ? run.first_node_id + position : 0,
+                      run.shape_epoch};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);

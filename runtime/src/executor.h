@@ -32,6 +32,15 @@ struct ExecPlan {
   std::vector<NodePlan> nodes;        // topological order
 };
 
+// What one run tells its nodes' observers (see NodeInfo).
+struct RunContext {
+  uint64_t run_id = 0;
+  uint64_t shape_epoch = 0;
+  // The correlation id of plan.nodes[i]'s execution is first_node_id + i
+  // (ids reserved for the run in one call); 0 without observers.
+  uint64_t first_node_id = 0;
+};
+
 // Up to two observers (session-wide and per-run); empty means no profiling cost.
 struct Observers {
   RunObserver* list[2] = {nullptr, nullptr};
@@ -44,9 +53,8 @@ class Executor {
   virtual ~Executor() = default;
   virtual const char* name() const = 0;
   // `values` holds constants and inputs on entry, every kept slot on return.
-  // `shape_epoch` is passed on in NodeInfo (see there).
-  virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
-                       uint64_t shape_epoch) = 0;
+  virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
+                       const RunContext& run) = 0;
 };
 
 std::unique_ptr<Executor> make_sequential_executor();
@@ -54,7 +62,7 @@ std::unique_ptr<Executor> make_parallel_executor(int threads);
 
 // Runs one node: gathers inputs, computes, stores outputs, calls the observers.
 // Errors are rethrown as Error naming the node.
-void run_node(const NodePlan& np, std::vector<Tensor>& values, const Observers& obs, uint64_t run_id,
-              uint64_t shape_epoch);
+void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, const Observers& obs,
+              const RunContext& run);
 
 }  // namespace epprof::rt::detail

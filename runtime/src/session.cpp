@@ -210,19 +210,21 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   detail::Observers obs;
   obs.add(s.options.observer);
   obs.add(options.observer);
-  uint64_t shape_epoch = 0;
+  detail::RunContext run;
+  run.run_id = impl_->next_run_id.fetch_add(1);
   if (obs.count) {
     std::vector<const Tensor*> given;
     for (int id : s.plan.input_slots) given.push_back(&values[static_cast<size_t>(id)]);
-    shape_epoch = s.shape_epochs->epoch_for(given);
+    run.shape_epoch = s.shape_epochs->epoch_for(given);
+    if (!s.plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(s.plan.nodes.size());
   }
-  const uint64_t run_id = impl_->next_run_id.fetch_add(1);
+  const uint64_t run_id = run.run_id;
   const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size(),
                      obs.count ? epprof_correlation_id_next() : 0,
                      obs.count ? epprof_correlation_id_next() : 0};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
   try {
-    s.executor->execute(s.plan, values, obs, run_id, shape_epoch);
+    s.executor->execute(s.plan, values, obs, run);
   } catch (...) {
     for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
     throw;

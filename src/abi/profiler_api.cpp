@@ -201,6 +201,10 @@ EPPROF_API uint64_t epprof_correlation_id_next(void) {
   return epprof::core::next_correlation_id();
 }
 
+EPPROF_API uint64_t epprof_correlation_id_block(uint64_t count) {
+  return epprof::core::reserve_correlation_ids(count);
+}
+
 EPPROF_API int64_t epprof_clock_now_ns(void) { return epprof::core::monotonic_ns(); }
 
 EPPROF_API epprof_status* epprof_set_thread_name(const char* name) {

@@ -81,4 +81,31 @@ TEST(CorrelationIds, NeverZeroAndIncreasingPerThread) {
   }
 }
 
+TEST(CorrelationIds, BlocksNeverOverlapSingleIdsOrEachOther) {
+  EXPECT_EQ(epprof_correlation_id_block(0), 0u);
+  EXPECT_EQ(epprof_correlation_id_block(uint64_t(1) << 60), 0u);
+  constexpr int kThreads = 4;
+  // Each thread takes single ids and blocks of several sizes (some fit the
+  // thread's own reserve, some do not); every id handed out is collected.
+  std::vector<std::vector<uint64_t>> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&ids, t] {
+      for (uint64_t round = 0; round < 200; ++round) {
+        const uint64_t n = round % 3 == 0 ? 5000 : 1 + round % 40;
+        const uint64_t first = epprof_correlation_id_block(n);
+        ASSERT_NE(first, 0u);
+        for (uint64_t k = 0; k < n; ++k) ids[size_t(t)].push_back(first + k);
+        ids[size_t(t)].push_back(epprof_correlation_id_next());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<uint64_t> all;
+  for (auto& v : ids) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "an id was handed out twice";
+  EXPECT_NE(all.front(), 0u);
+}
+
 }  // namespace
