@@ -139,33 +139,32 @@ std::vector<std::string> shapes_in_trace(const std::string& path, const std::str
   return out;
 }
 
+// Runs `model` once per entry of `runs` with session-level profiling into `path`.
+void profile_runs(const std::string& path, const std::string& model,
+                  const std::vector<std::map<std::string, Tensor>>& runs) {
+  ProfilingOptions po;
+  po.trace_path = path;
+  ProfilingObserver prof(po);
+  SessionOptions o;
+  o.observer = &prof;
+  Session s = Session::from_bytes(model, o);
+  for (const auto& in : runs) s.run(in);
+  prof.finish();
+}
+
 TEST(ProfilingShapes, NodeEventsReportTheShapesOfTheirOwnRun) {
   epprof::testing::TempDir dir;
-  {
-    ProfilingOptions po;
-    po.trace_path = dir.file("relu.json");
-    ProfilingObserver prof(po);
-    SessionOptions o;
-    o.observer = &prof;
-    Session s = Session::from_bytes(dynamic_relu(), o);
-    for (int64_t n : {2, 2, 4, 4, 2}) s.run({{"x", rows(n)}});
-    prof.finish();
-  }
+  std::vector<std::map<std::string, Tensor>> runs;
+  for (int64_t n : {2, 2, 4, 4, 2}) runs.push_back({{"x", rows(n)}});
+  profile_runs(dir.file("relu.json"), dynamic_relu(), runs);
   EXPECT_EQ(shapes_in_trace(dir.file("relu.json"), "relu_kernel_time", "output_type_shape"),
             (std::vector<std::string>{"[{\"float\":[2,3]}]", "[{\"float\":[2,3]}]", "[{\"float\":[4,3]}]",
                                       "[{\"float\":[4,3]}]", "[{\"float\":[2,3]}]"}));
-  {
-    // No epochs here: the shapes must still follow the caller's values.
-    ProfilingOptions po;
-    po.trace_path = dir.file("reshape.json");
-    ProfilingObserver prof(po);
-    SessionOptions o;
-    o.observer = &prof;
-    Session s = Session::from_bytes(reshape_by_caller(), o);
-    for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 2}, {3, 2}, {6, 1}})
-      s.run({{"x", Tensor(DataType::Float, {2, 3})}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}});
-    prof.finish();
-  }
+  // No epochs here: the shapes must still follow the caller's values.
+  runs.clear();
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 2}, {3, 2}, {6, 1}})
+    runs.push_back({{"x", Tensor(DataType::Float, {2, 3})}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}});
+  profile_runs(dir.file("reshape.json"), reshape_by_caller(), runs);
   EXPECT_EQ(shapes_in_trace(dir.file("reshape.json"), "reshape_kernel_time", "output_type_shape"),
             (std::vector<std::string>{"[{\"float\":[3,2]}]", "[{\"float\":[3,2]}]", "[{\"float\":[6,1]}]"}));
 }
