@@ -220,9 +220,12 @@ EPPROF_API epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_
 
 /* Ends the innermost open event of the calling thread, which must be
  * `correlation_id`, attaches `args` (copied; NULL when num_args is 0; at
- * most 32), and calls stop_event on each EP profiler. Returns NULL;
- * INVALID_ARGUMENT if the id is not the innermost open event (nothing
- * changes), for bad args or more than 32; NOT_FOUND; FAILED_PRECONDITION. */
+ * most 32, also once arg sets are expanded), and calls stop_event on each
+ * EP profiler (which sees a set's args in its place). The cheapest form
+ * for many args is one EPPROF_ARG_SET arg. Returns NULL; INVALID_ARGUMENT
+ * if the id is not the innermost open event (nothing changes), for bad
+ * args (an unknown set id, a set with a nonzero key) or more than 32;
+ * NOT_FOUND; FAILED_PRECONDITION. */
 EPPROF_API epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args);
 

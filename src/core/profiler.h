@@ -115,9 +115,10 @@ class Profiler {
                    const epprof_arg* args, size_t num_args) noexcept;
   std::string write_trace(epprof_trace_stats* stats);
 
-  // What every event reads, in one cache line: events usually run right
-  // after a kernel that has evicted the caches.
-  alignas(64) std::atomic<State> state_{State::kCreated};
+  // The state and what EP profilers want: read by the control path and by
+  // an event's slow path. The fast path reads a copy in the profiler's slot
+  // (abi/profiler_api.cpp), so events touch no line of this object.
+  std::atomic<State> state_{State::kCreated};
   bool eps_want_events_ = false;
   bool eps_want_stop_ = false;
 
