@@ -156,7 +156,8 @@ struct alignas(64) ProfilingObserver::NodeCache {
 
   // The args for `info` from epoch_args, or 0.
   epprof_arg_set_id args_in_epoch(const NodeInfo& info) const {
-    const uint64_t e = epoch_args.load(std::memory_order_relaxed);
+    // Acquire: the set id was published by libepprof before it was stored here.
+    const uint64_t e = epoch_args.load(std::memory_order_acquire);
     if (!info.shape_epoch || e >> kSetBits != info.shape_epoch || owner.load(std::memory_order_relaxed) != &info.node)
       return 0;
     return epprof_arg_set_id(e & ((uint64_t(1) << kSetBits) - 1));
@@ -164,7 +165,7 @@ struct alignas(64) ProfilingObserver::NodeCache {
   void remember(const NodeInfo& info, const Shapes& s) {
     if (info.shape_epoch && info.shape_epoch < (uint64_t(1) << (64 - kSetBits)) && s.args &&
         s.args < (1u << kSetBits) && owner.load(std::memory_order_relaxed) == &info.node)
-      epoch_args.store(info.shape_epoch << kSetBits | s.args, std::memory_order_relaxed);
+      epoch_args.store(info.shape_epoch << kSetBits | s.args, std::memory_order_release);
   }
   std::mutex mu;  // guards the lists below and the first `names`
   std::vector<std::unique_ptr<Names>> other_names;  // nodes of other sessions sharing this index
