@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -192,11 +193,12 @@ class NodeEvents final : public RunObserver {
   epprof_profiler_t p_;
 };
 
-// Profiles 3 runs of the model at `model_path` on [ep, CPU EP] with `ep`'s
-// EP profiler and NODE events (NodeEvents), writes the trace to
+// Profiles what `run` runs (it is given RunOptions that send NODE events,
+// NodeEvents, to the profiler) with `ep`'s EP profiler, writes the trace to
 // `trace_path` and returns the profiler's statistics.
 inline epprof_trace_stats record_device_trace(const std::shared_ptr<PluginExecutionProvider>& ep,
-                                              const std::string& model_path, const std::string& trace_path) {
+                                              const std::string& trace_path,
+                                              const std::function<void(const RunOptions&)>& run) {
   epprof_trace_stats stats{};
   stats.size = sizeof stats;
   epprof_plugin_t plugin{};
@@ -208,16 +210,24 @@ inline epprof_trace_stats record_device_trace(const std::shared_ptr<PluginExecut
   EPPROF_EXPECT_OK(epprof_profiler_start(prof));
   {
     NodeEvents events(prof);
-    Session s(model_path, with({ep, make_cpu_execution_provider()}));
     RunOptions ro;
     ro.observer = &events;
-    const auto in = random_inputs(s, 5);
-    for (int i = 0; i < 3; ++i) s.run(in, ro);
+    run(ro);
   }
   EPPROF_EXPECT_OK(epprof_profiler_stop(prof, &stats));
   EPPROF_EXPECT_OK(epprof_profiler_destroy(prof));
   EPPROF_EXPECT_OK(epprof_plugin_unload(plugin));
   return stats;
+}
+
+// Profiles 3 runs of the model at `model_path` on [ep, CPU EP] (see above).
+inline epprof_trace_stats record_device_trace(const std::shared_ptr<PluginExecutionProvider>& ep,
+                                              const std::string& model_path, const std::string& trace_path) {
+  return record_device_trace(ep, trace_path, [&](const RunOptions& ro) {
+    Session s(model_path, with({ep, make_cpu_execution_provider()}));
+    const auto in = random_inputs(s, 5);
+    for (int i = 0; i < 3; ++i) s.run(in, ro);
+  });
 }
 
 // A MatMul (device program "matmul") feeding a Relu ("elementwise").

@@ -137,30 +137,15 @@ TEST(PluginEp, TheEpRemainsUsableAfterTheSessionAndPluginObjectsAreGone) {
 
 TEST(PluginEp, ItsProfilerTagsKernelsWithTheNodesCorrelationId) {
   auto ep = load_plugin_ep(EPPROF_TESTING_EP_PATH);
-  epprof_plugin_t plugin{};
-  EPPROF_ASSERT_OK(epprof_plugin_register(ep->make_profiler_plugin(), &plugin));
   TempDir dir;
   const std::string path = dir.file("trace.json");
-  epprof_profiler_config config = epprof::testing::config_for(path);
-  epprof_profiler_t prof{};
-  EPPROF_ASSERT_OK(epprof_profiler_create(&config, &prof));
-  EPPROF_ASSERT_OK(epprof_profiler_add_plugin(prof, plugin));
-  EPPROF_ASSERT_OK(epprof_profiler_start(prof));
-  {
-    NodeEvents events(prof);
+  const epprof_trace_stats stats = record_device_trace(ep, path, [&](const RunOptions& ro) {
     SessionOptions o = with({ep, make_cpu_execution_provider()});
     o.executor = ExecutorKind::Parallel;
     o.threads = 2;
     Session s(Session::from_bytes(mixed_model(), o));
-    RunOptions ro;
-    ro.observer = &events;
     for (int i = 0; i < 3; ++i) s.run(inputs(), ro);
-  }
-  epprof_trace_stats stats{};
-  stats.size = sizeof stats;
-  EPPROF_ASSERT_OK(epprof_profiler_stop(prof, &stats));
-  EPPROF_EXPECT_OK(epprof_profiler_destroy(prof));
-  EPPROF_EXPECT_OK(epprof_plugin_unload(plugin));
+  });
   EXPECT_EQ(stats.device_events, 6u);  // Relu and Add, 3 runs
   EXPECT_EQ(stats.unattributed_device_events, 0u);
   EXPECT_EQ(stats.plugin_errors, 0u);
