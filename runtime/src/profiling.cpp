@@ -119,9 +119,6 @@ struct alignas(64) ProfilingObserver::NodeCache {
     const Node* node = nullptr;
     uint32_t signature_size = 0;
     epprof_arg_set_id args = 0;  // the node event's args; 0 if a table was full
-    // The last NodeInfo::shape_epoch under which these shapes were seen:
-    // executions in that epoch have them without reading the tensors.
-    mutable std::atomic<uint64_t> epoch{0};
     int64_t inline_signature[kInline];  // dtype, rank, dims of each input, then each output
     std::vector<int64_t> big_signature;  // when it does not fit inline
     epprof_name_id inputs_id = 0, outputs_id = 0;  // 0 if the string table is full
@@ -213,15 +210,9 @@ struct alignas(64) ProfilingObserver::NodeCache {
   const Shapes& shapes_for(const NodeInfo& info, const NodeIo& io) {
     const Node& node = info.node;
     const Shapes* s = shapes.load(std::memory_order_acquire);
-    if (s && s->node == &node && info.shape_epoch && s->epoch.load(std::memory_order_relaxed) == info.shape_epoch)
-      return *s;
-    if (s && matches(*s, node, io)) {
-      if (info.shape_epoch) s->epoch.store(info.shape_epoch, std::memory_order_relaxed);
-      return *s;
-    }
+    if (s && matches(*s, node, io)) return *s;
     auto fresh = std::make_unique<Shapes>();
     fresh->node = &node;
-    fresh->epoch.store(info.shape_epoch, std::memory_order_relaxed);
     std::vector<int64_t> sig;
     auto sign = [&](const Tensor& t) {
       sig.push_back(int64_t(t.dtype()));
