@@ -25,17 +25,19 @@ using core::Profiler;
 
 // Handle = generation << 8 | slot. A slot's handle changes when its
 // profiler is destroyed, so an old handle is recognised as stale.
-struct ProfilerSlot {
+struct alignas(32) ProfilerSlot {  // within one cache line
   std::atomic<uint64_t> handle{0};
   Profiler* profiler = nullptr;  // published before handle, retracted after
-  // While the profiler runs: kHotRunning and which EP profiler calls it
-  // needs. Every event reads this word instead of the Profiler itself.
+  // While the profiler runs: kHotRunning, which EP profiler calls it needs
+  // and kHotTsc (core/profiler.h). Every event reads this word instead of
+  // the Profiler itself.
   std::atomic<uint32_t> hot{0};
 };
-constexpr uint32_t kHotRunning = 1, kHotStartEvents = 2, kHotStopEvents = 4;
+using core::kHotRunning;
 
 uint32_t hot_flags(const Profiler& p) {
-  return kHotRunning | (p.eps_want_events() ? kHotStartEvents : 0) | (p.eps_want_stop() ? kHotStopEvents : 0);
+  return kHotRunning | (p.eps_want_events() ? core::kHotStartEvents : 0) |
+         (p.eps_want_stop() ? core::kHotStopEvents : 0) | (core::ticks_are_tsc() ? core::kHotTsc : 0);
 }
 
 ProfilerSlot g_slots[kMaxProfilers];
@@ -142,7 +144,7 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   return true;
 }
 
-[[gnu::noinline]] epprof_status* event_begin(uint64_t handle, epprof_category category,
+[[gnu::always_inline]] inline epprof_status* event_begin(uint64_t handle, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) noexcept {
   if (__builtin_expect(!valid_category(category) || name == 0 || correlation_id == 0, 0))
     return check_event_ids("epprof_event_begin", category, name, correlation_id);
@@ -152,10 +154,10 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   epprof_status* err = nullptr;
   if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_begin")))
     return err;
-  return p->begin(*s, uint8_t(category), name, correlation_id, hot & kHotStartEvents);
+  return p->begin(*s, uint8_t(category), name, correlation_id, hot);
 }
 
-[[gnu::noinline]] epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
+[[gnu::always_inline]] inline epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) noexcept {
   Profiler* p = nullptr;
   uint32_t hot = 0;
@@ -163,7 +165,7 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   epprof_status* err = nullptr;
   if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_end")))
     return err;
-  return p->end(*s, correlation_id, args, num_args, hot & kHotStopEvents);
+  return p->end(*s, correlation_id, args, num_args, hot);
 }
 
 }  // namespace epprof::abi
@@ -363,15 +365,17 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
   EPPROF_API_END
 }
 
-// The event entry points test for the disabled (zero) handle first and
-// tail-call the body, so a host with profiling off pays one compare.
-EPPROF_API epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
+// The event entry points test for the disabled (zero) handle first, so a
+// host with profiling off pays one compare. They are `hot`: the linker
+// places them side by side, so an event after a cache-evicting kernel
+// fetches few lines of code; the error paths are out of line.
+EPPROF_API __attribute__((hot)) epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) {
   if (profiler.handle == 0) return nullptr;
   return epprof::abi::event_begin(profiler.handle, category, name, correlation_id);
 }
 
-EPPROF_API epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
+EPPROF_API __attribute__((hot)) epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) {
   if (profiler.handle == 0) return nullptr;
   return epprof::abi::event_end(profiler.handle, correlation_id, args, num_args);

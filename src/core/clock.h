@@ -33,12 +33,17 @@ extern bool g_tsc_ticks;
 // True when ticks come from an invariant TSC.
 inline bool ticks_are_tsc() noexcept { return detail::g_tsc_ticks; }
 
-inline uint64_t now_ticks() noexcept {
+// `tsc`: ticks_are_tsc(), for callers that keep it at hand.
+inline uint64_t now_ticks(bool tsc) noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  if (__builtin_expect(ticks_are_tsc(), 1)) return __rdtsc();
+  if (__builtin_expect(tsc, 1)) return __rdtsc();
+#else
+  (void)tsc;
 #endif
   return uint64_t(monotonic_ns());
 }
+
+inline uint64_t now_ticks() noexcept { return now_ticks(ticks_are_tsc()); }
 
 // A simultaneous reading of ticks and CLOCK_MONOTONIC: the monotonic read is
 // bracketed by two tick reads and the bracket with the smallest width of a

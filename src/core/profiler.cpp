@@ -83,7 +83,7 @@ epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) cons
                                 std::to_string(id) + ")"); });
   return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: correlation id " + std::to_string(id) +
                               " is not the innermost open event on this thread (that is " +
-                              std::to_string(s.open[s.depth - 1].correlation_id) +
+                              std::to_string(s.innermost().correlation_id) +
                               "); events must be properly nested"); });
 }
 

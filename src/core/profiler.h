@@ -33,6 +33,13 @@ struct ProfilerConfig {
   bool integer_timestamps = false;
 };
 
+// What an event needs to know about its profiler, kept in one word beside
+// its handle so an event does not read the Profiler itself.
+constexpr uint32_t kHotRunning = 1;      // started and not stopped
+constexpr uint32_t kHotStartEvents = 2;  // an EP profiler wants start_event
+constexpr uint32_t kHotStopEvents = 4;   // an EP profiler wants stop_event
+constexpr uint32_t kHotTsc = 8;          // ticks are the TSC (ticks_are_tsc())
+
 class Profiler {
  public:
   enum class State : int { kCreated, kRunning, kStopped };
@@ -62,20 +69,20 @@ class Profiler {
 
   // ---- hot path; the caller has checked the handle and the state, and
   // says whether EP profilers are to be called (eps_want_events/stop) ----
-  epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id, bool notify_eps) noexcept {
+  [[gnu::always_inline]] epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
+                                              uint32_t hot) noexcept {
     if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return too_deep();
-    s.open[s.depth++] = OpenEvent{now_ticks(), id, name, category};
-    if (notify_eps)
+    s.push(OpenEvent{now_ticks(hot & kHotTsc), id, name, category});
+    if (hot & kHotStartEvents)
       for (auto& ep : eps_) ep->start_event(id);
     return nullptr;
   }
 
-  epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args,
-                     bool notify_eps) noexcept {
-    const uint64_t t = now_ticks();
-    if (__builtin_expect(s.depth == 0 || s.open[s.depth - 1].correlation_id != id, 0))
-      return mismatched_end(s, id);
-    const OpenEvent o = s.open[s.depth - 1];
+  [[gnu::always_inline]] epprof_status* end(ThreadStream& s, uint64_t id, const epprof_arg* args, size_t num_args,
+                                            uint32_t hot) noexcept {
+    const uint64_t t = now_ticks(hot & kHotTsc);
+    if (__builtin_expect(s.depth == 0 || s.innermost().correlation_id != id, 0)) return mismatched_end(s, id);
+    const OpenEvent o = s.innermost();
     if (num_args == 0) {
       Record* r = recorder_.reserve(s, 1);
       *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
@@ -87,8 +94,8 @@ class Profiler {
     } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
-    --s.depth;
-    if (notify_eps) notify_stop(s, o, t, args, num_args);
+    s.pop();
+    if (hot & kHotStopEvents) notify_stop(s, o, t, args, num_args);
     return nullptr;
   }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,20 +39,41 @@ struct OpenEvent {
   uint8_t category;
 };
 
-// The recording state of one thread in one profiler. The write position in
-// the current chunk lives here, not in the chunk's header, so an event
-// touches the stream and the slots it writes (the header is updated when
-// the chunk is handed over).
-struct ThreadStream {
-  int64_t tid = 0;
-  uint32_t index = 0;
-  uint32_t depth = 0;
+// The recording state of one thread in one profiler. An event that ends
+// right after a long kernel finds every cache cold, so what an event touches
+// besides the slots it writes is packed into the stream's first cache line:
+// the write position in the current chunk (the chunk's header is updated
+// only when it is handed over) and the innermost open event.
+struct alignas(64) ThreadStream {
   Chunk* current = nullptr;
-  uint32_t used = 0;    // slots used in `current`
-  uint32_t events = 0;  // entries in `current`
+  uint32_t used = 0;        // slots used in `current`
+  uint32_t events = 0;      // entries in `current`
   uint32_t known_sets = 0;  // arg set ids up to this one are valid (Profiler::end)
+  uint32_t depth = 0;       // open events, the innermost included
+  // The innermost open event is `top` while top_live, else open[depth - 1];
+  // the outer ones are always in open[]. A begin moves a live top down to
+  // open[], an end leaves none live, so a run of sibling events (a graph's
+  // nodes) never touches open[].
+  uint32_t top_live = 0;
+  OpenEvent top{};
+  int64_t tid = 0;
+  // Cold from here on.
+  uint32_t index = 0;
   OpenEvent open[kMaxOpenEvents];
+
+  const OpenEvent& innermost() const { return top_live ? top : open[depth - 1]; }
+  void push(const OpenEvent& e) {
+    if (top_live) open[depth - 1] = top;
+    top = e;
+    top_live = 1;
+    ++depth;
+  }
+  void pop() {
+    top_live = 0;
+    --depth;
+  }
 };
+static_assert(offsetof(ThreadStream, index) == 64, "an event touches one line of its stream");
 
 // One entry of a run's index: the sort key inline (no load through `rec` to
 // compare), and the record.

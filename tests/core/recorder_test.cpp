@@ -37,6 +37,41 @@ std::vector<Record> drain(Recorder& rec) {
   return out;
 }
 
+// The open-event stack keeps the innermost event in the stream's first
+// line; moving it to open[] and back must lose nothing.
+TEST(ThreadStream, OpenEventStackKeepsEveryLevel) {
+  epprof::core::ThreadStream s;
+  using epprof::core::OpenEvent;
+  auto ev = [](uint64_t id) { return OpenEvent{id * 10, id, uint32_t(id), uint8_t(id)}; };
+  std::vector<uint64_t> expected;  // ids open, outermost first
+  std::mt19937 rng(7);
+  for (int step = 0; step < 20000; ++step) {
+    const bool push = expected.empty() || (expected.size() < epprof::core::kMaxOpenEvents && rng() % 2);
+    if (push) {
+      const uint64_t id = uint64_t(step) + 1;
+      s.push(ev(id));
+      expected.push_back(id);
+    } else {
+      s.pop();
+      expected.pop_back();
+    }
+    ASSERT_EQ(s.depth, expected.size());
+    if (expected.empty()) continue;
+    const OpenEvent& top = s.innermost();
+    ASSERT_EQ(top.correlation_id, expected.back());
+    ASSERT_EQ(top.ts, expected.back() * 10);
+    ASSERT_EQ(top.name, uint32_t(expected.back()));
+    ASSERT_EQ(top.category, uint8_t(expected.back()));
+  }
+  // Unwinding from any state yields every level in order.
+  while (!expected.empty()) {
+    ASSERT_EQ(s.innermost().correlation_id, expected.back());
+    s.pop();
+    expected.pop_back();
+  }
+  EXPECT_EQ(s.depth, 0u);
+}
+
 TEST(Recorder, SpillsPastTheMemoryBudgetAndLosesNothing) {
   TempDir dir;
   Recorder rec(1 << 20, uint64_t(1) << 30, dir.path().string());  // 16 chunks in memory
