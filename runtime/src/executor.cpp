@@ -161,7 +161,7 @@ void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, 
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
   const NodeInfo info{node, *np.provider, run.run_id, run.first_node_id ? run.first_node_id + position : 0,
-                      run.shape_epoch};
+                      run.shape_epoch, np.node_index};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);

@@ -13,6 +13,7 @@ namespace epprof::rt::detail {
 
 struct NodePlan {
   const Node* node = nullptr;
+  size_t node_index = 0;  // node->index
   const Kernel* kernel = nullptr;
   const std::string* provider = nullptr;
   std::vector<int> in_slots;    // -1: omitted optional input

@@ -100,16 +100,41 @@ std::string type_shape_json(const std::vector<Tensor>& tensors) {
   return out + "]";
 }
 
+// What node_begin and node_end read, packed two to a cache line in node
+// order. They run right after kernels that have usually evicted the caches;
+// in a sequential run the next node's entry is often in the line the last
+// one brought in, and the rest of what a node needs is in NodeCache.
+struct alignas(32) ProfilingObserver::HotNode {
+  std::atomic<const Node*> owner{nullptr};  // set once; `event` is its event name
+  epprof_name_id event = 0;
+  // The owner's arg set for a shape epoch, epoch << kSetBits | set: an
+  // execution in that epoch reads nothing else. 0: none.
+  static constexpr unsigned kSetBits = 20;  // arg set ids are below 2^20
+  std::atomic<uint64_t> epoch_args{0};
+
+  // The args for `info` from epoch_args, or 0.
+  epprof_arg_set_id args_in_epoch(const NodeInfo& info) const {
+    // Acquire: the set id was published by libepprof before it was stored here.
+    const uint64_t e = epoch_args.load(std::memory_order_acquire);
+    if (!info.shape_epoch || e >> kSetBits != info.shape_epoch || owner.load(std::memory_order_relaxed) != &info.node)
+      return 0;
+    return epprof_arg_set_id(e & ((uint64_t(1) << kSetBits) - 1));
+  }
+  void remember(const NodeInfo& info, epprof_arg_set_id args) {
+    if (info.shape_epoch && info.shape_epoch < (uint64_t(1) << (64 - kSetBits)) && args && args < (1u << kSetBits) &&
+        owner.load(std::memory_order_relaxed) == &info.node)
+      epoch_args.store(info.shape_epoch << kSetBits | args, std::memory_order_release);
+  }
+};
+
 // What is constant per node, computed on its first execution: the interned
 // event name, op type and provider, and for the last shapes seen the
 // interned type/shape JSON and byte sizes. Nodes usually see the same shapes
 // every run, so node_end builds no strings and copies no text: its args are
-// interned ids and integers. node_end runs right after a kernel that has
-// usually evicted the caches, so what it reads is packed: the names sit in
-// the NodeCache's own cache line and a Shapes keeps its signature inline.
-// Each entry remembers its Node, so an observer shared by two sessions stays
-// correct (the second node's names take a slower, locked path).
-struct alignas(64) ProfilingObserver::NodeCache {
+// one interned arg set. The HotNode's owner is the node these names belong
+// to; an observer shared by two sessions stays correct because the second
+// session's node at the same index takes a slower, locked path.
+struct ProfilingObserver::NodeCache {
   struct Names {
     const Node* node;
     epprof_name_id event, op_type, provider;
@@ -143,46 +168,28 @@ struct alignas(64) ProfilingObserver::NodeCache {
     };
   }
 
-  std::atomic<const Node*> owner{nullptr};  // set once; `names` below are its names
-  Names names{};
+  Names names{};  // the HotNode owner's, written before it is published
   std::atomic<const Shapes*> shapes{nullptr};
-  // The owner's arg set for a shape epoch, epoch << kSetBits | set, beside
-  // the names: an execution in that epoch reads this one line. 0: none.
-  static constexpr unsigned kSetBits = 20;  // arg set ids are below 2^20
-  std::atomic<uint64_t> epoch_args{0};
-
-  // The args for `info` from epoch_args, or 0.
-  epprof_arg_set_id args_in_epoch(const NodeInfo& info) const {
-    // Acquire: the set id was published by libepprof before it was stored here.
-    const uint64_t e = epoch_args.load(std::memory_order_acquire);
-    if (!info.shape_epoch || e >> kSetBits != info.shape_epoch || owner.load(std::memory_order_relaxed) != &info.node)
-      return 0;
-    return epprof_arg_set_id(e & ((uint64_t(1) << kSetBits) - 1));
-  }
-  void remember(const NodeInfo& info, const Shapes& s) {
-    if (info.shape_epoch && info.shape_epoch < (uint64_t(1) << (64 - kSetBits)) && s.args &&
-        s.args < (1u << kSetBits) && owner.load(std::memory_order_relaxed) == &info.node)
-      epoch_args.store(info.shape_epoch << kSetBits | s.args, std::memory_order_release);
-  }
   std::mutex mu;  // guards the lists below and the first `names`
   std::vector<std::unique_ptr<Names>> other_names;  // nodes of other sessions sharing this index
   std::vector<std::unique_ptr<Shapes>> all_shapes;  // every Shapes ever published
 
-  const Names& names_for(const NodeInfo& info) {
-    if (owner.load(std::memory_order_acquire) == &info.node) return names;
-    return names_slow(info);
+  const Names& names_for(HotNode& hot, const NodeInfo& info) {
+    if (hot.owner.load(std::memory_order_acquire) == &info.node) return names;
+    return names_slow(hot, info);
   }
 
-  const Names& names_slow(const NodeInfo& info) {
+  [[gnu::noinline]] const Names& names_slow(HotNode& hot, const NodeInfo& info) {
     const Names fresh{&info.node, intern((info.node.name + "_kernel_time").c_str()), intern(info.node.op_type.c_str()),
                       intern(info.provider.c_str())};
     std::lock_guard<std::mutex> lock(mu);
-    if (!owner.load(std::memory_order_relaxed)) {
+    if (!hot.owner.load(std::memory_order_relaxed)) {
       names = fresh;
-      owner.store(&info.node, std::memory_order_release);
+      hot.event = fresh.event;
+      hot.owner.store(&info.node, std::memory_order_release);
       return names;
     }
-    if (owner.load(std::memory_order_relaxed) == &info.node) return names;
+    if (hot.owner.load(std::memory_order_relaxed) == &info.node) return names;
     for (const auto& n : other_names)
       if (n->node == &info.node) return *n;
     other_names.push_back(std::make_unique<Names>(fresh));
@@ -207,7 +214,7 @@ struct alignas(64) ProfilingObserver::NodeCache {
     return i == s.signature_size;
   }
 
-  const Shapes& shapes_for(const NodeInfo& info, const NodeIo& io) {
+  const Shapes& shapes_for(HotNode& hot, const NodeInfo& info, const NodeIo& io) {
     const Node& node = info.node;
     const Shapes* s = shapes.load(std::memory_order_acquire);
     if (s && matches(*s, node, io)) return *s;
@@ -235,7 +242,7 @@ struct alignas(64) ProfilingObserver::NodeCache {
     fresh->activation_bytes = int64_t(io.activation_bytes());
     fresh->parameter_bytes = int64_t(io.parameter_bytes());
     fresh->output_bytes = int64_t(io.output_bytes());
-    const auto args = event_args(names_for(info), node, *fresh);
+    const auto args = event_args(names_for(hot, info), node, *fresh);
     if (epprof_status* st = epprof_arg_set_intern(args.data(), args.size(), &fresh->args)) {
       epprof_status_release(st);  // node_end passes the args one by one instead
       fresh->args = 0;
@@ -245,6 +252,19 @@ struct alignas(64) ProfilingObserver::NodeCache {
     shapes.store(all_shapes.back().get(), std::memory_order_release);
     return *all_shapes.back();
   }
+};
+
+// kBlockNodes nodes' state: the hot entries together, then the rest.
+struct ProfilingObserver::Block {
+  static_assert(sizeof(HotNode) == 32, "two HotNodes to a cache line");
+  HotNode hot[kBlockNodes];
+  NodeCache cold[kBlockNodes];
+};
+
+// A node whose index is past the blocks.
+struct ProfilingObserver::Spilled {
+  HotNode hot;
+  NodeCache cold;
 };
 
 ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(options.trace_path) {
@@ -272,7 +292,7 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(op
 
 ProfilingObserver::~ProfilingObserver() {
   if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
-  for (auto& b : blocks_) delete[] b.load();
+  for (auto& b : blocks_) delete b.load();
 }
 
 epprof_trace_stats ProfilingObserver::finish() {
@@ -289,32 +309,35 @@ epprof_trace_stats ProfilingObserver::finish() {
   return stats;
 }
 
-void ProfilingObserver::report(epprof_status* status) noexcept {
-  if (!status) return;
+void ProfilingObserver::report_rejected(epprof_status* status) noexcept {
   if (!warned_.exchange(true))
     std::fprintf(stderr, "epprof runtime: profiling event rejected: %s (further rejections not shown)\n",
                  epprof_status_get_message(status));
   epprof_status_release(status);
 }
 
-ProfilingObserver::NodeCache& ProfilingObserver::cache_for(const Node& node) {
-  const size_t block = node.index / kBlockNodes;
-  if (__builtin_expect(block >= kBlocks, 0)) {  // a graph of over a million nodes: the locked path
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& cache = overflow_[node.index];
-    if (!cache) cache = std::make_unique<NodeCache>();
-    return *cache;
+ProfilingObserver::NodeState ProfilingObserver::node_state(size_t index) {
+  const size_t b = index / kBlockNodes;
+  if (__builtin_expect(b < kBlocks, 1))
+    if (Block* block = blocks_[b].load(std::memory_order_acquire))
+      return {block->hot[index % kBlockNodes], block->cold[index % kBlockNodes]};
+  return node_state_slow(index);
+}
+
+ProfilingObserver::NodeState ProfilingObserver::node_state_slow(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t b = index / kBlockNodes;
+  if (b >= kBlocks) {  // a graph of over a million nodes
+    auto& spilled = overflow_[index];
+    if (!spilled) spilled = std::make_unique<Spilled>();
+    return {spilled->hot, spilled->cold};
   }
-  NodeCache* caches = blocks_[block].load(std::memory_order_acquire);
-  if (__builtin_expect(!caches, 0)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    caches = blocks_[block].load(std::memory_order_relaxed);
-    if (!caches) {
-      caches = new NodeCache[kBlockNodes];
-      blocks_[block].store(caches, std::memory_order_release);
-    }
+  Block* block = blocks_[b].load(std::memory_order_relaxed);
+  if (!block) {
+    block = new Block;
+    blocks_[b].store(block, std::memory_order_release);
   }
-  return caches[node.index % kBlockNodes];
+  return {block->hot[index % kBlockNodes], block->cold[index % kBlockNodes]};
 }
 
 void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
@@ -342,27 +365,36 @@ void ProfilingObserver::run_end(const RunInfo& info) {
   report(epprof_event_end(profiler_, info.correlation_id, &run_id, 1));
 }
 
-void ProfilingObserver::node_begin(const NodeInfo& info) {
-  const NodeCache::Names& names = cache_for(info.node).names_for(info);
-  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, names.event, info.correlation_id));
+// node_begin and node_end are `hot`: the linker places them side by side.
+[[gnu::hot]] void ProfilingObserver::node_begin(const NodeInfo& info) {
+  const NodeState n = node_state(info.node_index);
+  const epprof_name_id event = __builtin_expect(n.hot.owner.load(std::memory_order_acquire) == &info.node, 1)
+                                   ? n.hot.event
+                                   : n.cold.names_slow(n.hot, info).event;
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, event, info.correlation_id));
 }
 
-void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
-  NodeCache& cache = cache_for(info.node);
+[[gnu::hot]] void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
+  const NodeState n = node_state(info.node_index);
   epprof_arg set{0, EPPROF_ARG_SET, {}};
-  set.value.set = cache.args_in_epoch(info);
+  set.value.set = n.hot.args_in_epoch(info);
   if (__builtin_expect(set.value.set != 0, 1)) {
     report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
     return;
   }
-  const NodeCache::Shapes& shapes = cache.shapes_for(info, io);
-  cache.remember(info, shapes);
+  node_end_slow(info, io, n);
+}
+
+void ProfilingObserver::node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n) {
+  const NodeCache::Shapes& shapes = n.cold.shapes_for(n.hot, info, io);
+  n.hot.remember(info, shapes.args);
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
   if (shapes.args) {
     set.value.set = shapes.args;
     report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
     return;
   }
-  const auto args = NodeCache::event_args(cache.names_for(info), info.node, shapes);
+  const auto args = NodeCache::event_args(n.cold.names_for(n.hot, info), info.node, shapes);
   report(epprof_event_end(profiler_, info.correlation_id, args.data(), args.size()));
 }
 

@@ -91,6 +91,7 @@ void build_plan(Session::Impl& s) {
     const Node& node = s.model.nodes[i];
     detail::NodePlan np;
     np.node = &node;
+    np.node_index = node.index;
     np.kernel = s.kernels[i].get();
     np.provider = &s.provider_names[s.node_provider[i]];
     for (const auto& in : node.inputs) {

@@ -106,6 +106,7 @@ struct RecordingObserver : RunObserver {
   void run_end(const RunInfo&) override { ++runs_ended; }
   void node_begin(const NodeInfo& n) override {
     std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(n.node_index, n.node.index) << n.node.name;
     begun.push_back(n.node.name);
     threads.insert(std::this_thread::get_id());
   }

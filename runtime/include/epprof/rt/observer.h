@@ -41,6 +41,9 @@ struct NodeInfo {
   // the same input and output types and shapes, so what an observer derived
   // from them once still holds. 0: no such promise; read the tensors.
   uint64_t shape_epoch = 0;
+  // node.index, carried here so an observer that keys its state by node
+  // need not load the Node (a cold cache line after a long kernel).
+  size_t node_index = 0;
 };
 
 // Inputs/outputs of one finished node execution. Pointers valid only during the call.

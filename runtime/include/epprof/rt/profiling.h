@@ -57,22 +57,35 @@ class ProfilingObserver final : public RunObserver {
   void node_failed(const NodeInfo& info, const char* what) override;
 
  private:
+  struct HotNode;
   struct NodeCache;
-  NodeCache& cache_for(const Node& node);
-  void report(epprof_status* status) noexcept;
+  struct Block;
+  struct Spilled;
+  struct NodeState {
+    HotNode& hot;
+    NodeCache& cold;
+  };
+  [[gnu::always_inline]] inline NodeState node_state(size_t node_index);
+  [[gnu::noinline]] NodeState node_state_slow(size_t node_index);
+  [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n);
+  // Warns once about a rejected event; a null status costs one branch.
+  void report(epprof_status* status) noexcept {
+    if (__builtin_expect(status != nullptr, 0)) report_rejected(status);
+  }
+  [[gnu::cold, gnu::noinline]] void report_rejected(epprof_status* status) noexcept;
 
-  // The node caches, by node index, in blocks of kBlockNodes allocated
-  // under mu_ and read lock-free: a node's cache is two loads away, the
+  // The nodes' state, by node index, in blocks of kBlockNodes allocated
+  // under mu_ and read lock-free: a node's HotNode is two loads away, the
   // first from the line that also holds profiler_.
   static constexpr size_t kBlockNodes = 256;
   static constexpr size_t kBlocks = 4096;  // node indices below 2^20
 
   epprof_profiler_t profiler_{};
-  std::atomic<NodeCache*> blocks_[kBlocks] = {};
+  std::atomic<Block*> blocks_[kBlocks] = {};
   std::string path_;
   bool finished_ = false;
   std::mutex mu_;
-  std::map<size_t, std::unique_ptr<NodeCache>> overflow_;  // node indices past the blocks
+  std::map<size_t, std::unique_ptr<Spilled>> overflow_;  // node indices past the blocks
   std::atomic<bool> warned_{false};
 };
 
