@@ -42,7 +42,8 @@ class TimedObserver final : public RunObserver {
     per_run_.clear();
     total_ticks_ = total_end_ticks_ = total_calls_ = 0;
   }
-  // Ticks in the hooks per node execution: in the median run, and on average.
+  // Ticks in the hooks per node execution: in the median run, and on average
+  // (both hooks, then each).
   double median_ticks_per_node() const {
     std::vector<double> v;
     for (const auto& r : per_run_) v.push_back(double(r.ticks) / double(r.calls));
@@ -50,7 +51,8 @@ class TimedObserver final : public RunObserver {
     return v.empty() ? 0 : v[v.size() / 2];
   }
   double mean_ticks_per_node() const { return double(total_ticks_) / double(total_calls_); }
-  double node_end_share() const { return double(total_end_ticks_) / double(total_ticks_); }
+  double begin_ticks() const { return double(total_ticks_ - total_end_ticks_) / double(total_calls_); }
+  double end_ticks() const { return double(total_end_ticks_) / double(total_calls_); }
 
   void session_phase_begin(const SessionPhaseInfo& i) override { inner_->session_phase_begin(i); }
   void session_phase_end(const SessionPhaseInfo& i) override { inner_->session_phase_end(i); }
@@ -234,7 +236,9 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
                 static_cast<unsigned long long>(stats.unattributed_device_events), error_bound_ns(trace).c_str());
   std::remove(trace.c_str());
   if (std::getenv("EPPROF_BENCH_SPLIT"))
-    std::fprintf(stderr, "%s: node_end share %.0f%%\n", name.c_str(), 100.0 * timed.node_end_share());
+    std::fprintf(stderr, "%s: mean per node: node_begin %.1f ns, node_end %.1f ns (empty observer: %.1f, %.1f ns)\n",
+                 name.c_str(), timed.begin_ticks() * tick_ns, timed.end_ticks() * tick_ns,
+                 timed_null.begin_ticks() * tick_ns, timed_null.end_ticks() * tick_ns);
   Row r;
   r.model = name;
   r.nodes = off.nodes().size();
