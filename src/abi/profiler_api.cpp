@@ -49,6 +49,19 @@ uint64_t g_generation = 0;
                      [&] { return std::string(fn) + ": unknown or destroyed profiler handle"; });
 }
 
+// The stream for the entry points' fast path: the profiler behind `handle`
+// runs with TSC ticks, wants none of the EP callbacks in `unwanted`, and is
+// the last one this thread recorded into. Else nullptr: take event_begin or
+// event_end, which handle every case.
+[[gnu::always_inline]] inline core::ThreadStream* fast_path_stream(uint64_t handle, uint32_t unwanted) noexcept {
+  const ProfilerSlot& slot = g_slots[handle & (kMaxProfilers - 1)];
+  if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
+  const uint32_t hot = slot.hot.load(std::memory_order_acquire);
+  if (__builtin_expect((hot & (kHotRunning | core::kHotTsc | unwanted)) != (kHotRunning | core::kHotTsc), 0))
+    return nullptr;
+  return __builtin_expect(core::t_last.handle == handle, 1) ? core::t_last.stream : nullptr;
+}
+
 // Control-path lookup (takes no lock; the caller holds g_slots_mu when the
 // profiler could be destroyed concurrently).
 Profiler* find(epprof_profiler_t p) {
@@ -144,7 +157,7 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   return true;
 }
 
-[[gnu::always_inline]] inline epprof_status* event_begin(uint64_t handle, epprof_category category,
+[[gnu::noinline]] epprof_status* event_begin(uint64_t handle, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) noexcept {
   if (__builtin_expect(!valid_category(category) || name == 0 || correlation_id == 0, 0))
     return check_event_ids("epprof_event_begin", category, name, correlation_id);
@@ -157,7 +170,7 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
   return p->begin(*s, uint8_t(category), name, correlation_id, hot);
 }
 
-[[gnu::always_inline]] inline epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
+[[gnu::noinline]] epprof_status* event_end(uint64_t handle, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) noexcept {
   Profiler* p = nullptr;
   uint32_t hot = 0;
@@ -366,19 +379,30 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
 }
 
 // The event entry points test for the disabled (zero) handle first, so a
-// host with profiling off pays one compare. They are `hot`: the linker
-// places them side by side, so an event after a cache-evicting kernel
-// fetches few lines of code; the error paths are out of line.
+// host with profiling off pays one compare. Then they try the fast path
+// (Profiler::try_begin / try_end), a few straight lines of code, and fall
+// back to event_begin / event_end for everything else. They are `hot`: the
+// linker places them side by side, so an event after a cache-evicting
+// kernel fetches few lines of code.
 EPPROF_API __attribute__((hot)) epprof_status* epprof_event_begin(epprof_profiler_t profiler, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) {
   if (profiler.handle == 0) return nullptr;
-  return epprof::abi::event_begin(profiler.handle, category, name, correlation_id);
+  using namespace epprof;
+  if (core::ThreadStream* s = abi::fast_path_stream(profiler.handle, core::kHotStartEvents);
+      __builtin_expect(s && abi::valid_category(category) && name != 0 && correlation_id != 0, 1) &&
+      core::Profiler::try_begin(*s, uint8_t(category), name, correlation_id))
+    return nullptr;
+  return abi::event_begin(profiler.handle, category, name, correlation_id);
 }
 
 EPPROF_API __attribute__((hot)) epprof_status* epprof_event_end(epprof_profiler_t profiler, uint64_t correlation_id,
                                            const epprof_arg* args, size_t num_args) {
   if (profiler.handle == 0) return nullptr;
-  return epprof::abi::event_end(profiler.handle, correlation_id, args, num_args);
+  using namespace epprof;
+  if (core::ThreadStream* s = abi::fast_path_stream(profiler.handle, core::kHotStopEvents);
+      __builtin_expect(s != nullptr, 1) && core::Profiler::try_end(*s, correlation_id, args, num_args))
+    return nullptr;
+  return abi::event_end(profiler.handle, correlation_id, args, num_args);
 }
 
 EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof_category category,

@@ -83,14 +83,9 @@ class Profiler {
     const uint64_t t = now_ticks(hot & kHotTsc);
     if (__builtin_expect(s.depth == 0 || s.innermost().correlation_id != id, 0)) return mismatched_end(s, id);
     const OpenEvent o = s.innermost();
-    if (num_args == 0) {
-      Record* r = recorder_.reserve(s, 1);
-      *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 0};
-    } else if (num_args == 1 && args[0].type == EPPROF_ARG_SET && args[0].key == 0 &&
-               known_set(s, args[0].value.set)) {  // one arg set: a node's args, say
-      Record* r = recorder_.reserve(s, 2);
-      *r = Record{o.ts, t - o.ts, id, o.name, o.category, 0, 1};
-      encode_lone_set(r + 1, args[0].value.set);
+    const uint32_t set = lone_set(args, num_args);
+    if (num_args == 0 || (set && known_set(s, set))) {
+      emit(recorder_.reserve(s, set ? 2 : 1), o, t, set);
     } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
@@ -99,11 +94,46 @@ class Profiler {
     return nullptr;
   }
 
+  // The straight-line cases of begin and end, for the entry points to try
+  // first: with TSC ticks and no EP profiler to call, a begin, and an end
+  // of the innermost event with no args or one arg set and room in the
+  // chunk. They return false, having changed nothing, when the general path
+  // must run. They need no Profiler, so an event that takes them reads no
+  // more than the handle's slot, the thread's TLS line and its stream line.
+  [[gnu::always_inline]] static bool try_begin(ThreadStream& s, uint8_t category, uint32_t name,
+                                               uint64_t id) noexcept {
+    if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return false;
+    s.push(OpenEvent{now_ticks(true), id, name, category});
+    return true;
+  }
+  [[gnu::always_inline]] static bool try_end(ThreadStream& s, uint64_t id, const epprof_arg* args,
+                                             size_t num_args) noexcept {
+    const uint64_t t = now_ticks(true);
+    const uint32_t set = lone_set(args, num_args);
+    const uint32_t slots = set ? 2 : 1;
+    if (__builtin_expect(!s.top_live || s.top.correlation_id != id || (num_args && (!set || set > s.known_sets)) ||
+                             s.used + slots > kChunkSlots,
+                         0))
+      return false;
+    emit(Recorder::reserve_in_chunk(s, slots), s.top, t, set);
+    s.pop();
+    return true;
+  }
+
   epprof_status* record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
                         int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
                         size_t num_args) noexcept;
 
  private:
+  // The set id if `args` is one arg set with no key (a node's args, say), else 0.
+  static uint32_t lone_set(const epprof_arg* args, size_t num_args) noexcept {
+    return num_args == 1 && args[0].type == EPPROF_ARG_SET && args[0].key == 0 ? args[0].value.set : 0;
+  }
+  // Writes the record of `o` ending at `t` at `r`, and its arg set if `set`.
+  static void emit(Record* r, const OpenEvent& o, uint64_t t, uint32_t set) noexcept {
+    *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, 0, uint16_t(set ? 1 : 0)};
+    if (set) encode_lone_set(r + 1, set);
+  }
   // Whether `set` is an arg set id, checked against the stream's copy of
   // the published count first (its line is read anyway).
   static bool known_set(ThreadStream& s, uint32_t set) noexcept {

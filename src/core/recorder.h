@@ -125,6 +125,10 @@ class Recorder {
   // Space for an entry of `slots` slots in the stream's current chunk.
   Record* reserve(ThreadStream& s, uint32_t slots) {
     if (__builtin_expect(s.used + slots > kChunkSlots, 0)) rollover(s);
+    return reserve_in_chunk(s, slots);
+  }
+  // The same when the caller knows `slots` fit in the current chunk.
+  static Record* reserve_in_chunk(ThreadStream& s, uint32_t slots) {
     Record* r = &s.current->slots[s.used];
     s.used += slots;
     ++s.events;

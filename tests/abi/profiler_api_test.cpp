@@ -185,6 +185,51 @@ TEST_F(ProfilerApi, AnArgSetIsExportedInItsPlace) {
             (std::vector<std::string>{"first", "op_name", "node_index", "last"}));
 }
 
+// Node-like events (one arg set) inside session-like ones (no args), many
+// chunks' worth: the entry points' fast path stops at each chunk's end and
+// the general path rolls over; every event comes out, nested, with its args.
+TEST_F(ProfilerApi, EventsAcrossManyChunksAreAllKept) {
+  epprof_arg set_args[2] = {{name_id("op_name"), EPPROF_ARG_NAME, {}}, {name_id("node_index"), EPPROF_ARG_INT64, {}}};
+  set_args[0].value.name = name_id("Relu");
+  set_args[1].value.i64 = 3;
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
+  EPPROF_ASSERT_OK(epprof_arg_set_intern(set_args, 2, &set.value.set));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p_));
+  const epprof_name_id run = name_id("run"), node = name_id("node_kernel_time");
+  constexpr int kRuns = 1000, kNodes = 7;  // 1 + 2 * 7 slots a run: chunk ends fall everywhere
+  for (int r = 0; r < kRuns; ++r) {
+    const uint64_t outer = epprof_correlation_id_next();
+    EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_SESSION, run, outer));
+    for (int n = 0; n < kNodes; ++n) {
+      const uint64_t id = epprof_correlation_id_next();
+      EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, node, id));
+      EPPROF_ASSERT_OK(epprof_event_end(p_, id, &set, 1));
+    }
+    EPPROF_ASSERT_OK(epprof_event_end(p_, outer, nullptr, 0));
+  }
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  const auto events = stop_and_read(&stats);
+  EXPECT_EQ(stats.host_events, uint64_t(kRuns) * (kNodes + 1));
+  int runs = 0, nodes = 0;
+  const TraceEvent* parent = nullptr;
+  for (const auto& e : events) {
+    if (e.name == "run") {
+      ++runs;
+      parent = &e;
+    } else if (e.name == "node_kernel_time") {
+      ++nodes;
+      ASSERT_NE(parent, nullptr);
+      EXPECT_LE(parent->ts, e.ts);
+      EXPECT_GE(parent->ts + parent->dur, e.ts + e.dur);
+      EXPECT_EQ(e.arg("op_name"), "Relu");
+      EXPECT_EQ(e.arg("node_index"), "3");
+    }
+  }
+  EXPECT_EQ(runs, kRuns);
+  EXPECT_EQ(nodes, kRuns * kNodes);
+}
+
 TEST_F(ProfilerApi, BadArgSetsAreRejected) {
   epprof_arg ok{name_id("k"), EPPROF_ARG_INT64, {}};
   epprof_arg_set_id set = 0;
