@@ -68,7 +68,7 @@ class Profiler {
   ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
 
   // ---- hot path; the caller has checked the handle and the state, and
-  // says whether EP profilers are to be called (eps_want_events/stop) ----
+  // passes the handle's hot word (kHot*: EP callbacks wanted, TSC ticks) ----
   [[gnu::always_inline]] epprof_status* begin(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
                                               uint32_t hot) noexcept {
     if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return too_deep();

@@ -56,8 +56,8 @@ struct alignas(64) ThreadStream {
   // nodes) never touches open[].
   uint32_t top_live = 0;
   OpenEvent top{};
+  // Cold from here on (tid fills the first line).
   int64_t tid = 0;
-  // Cold from here on.
   uint32_t index = 0;
   OpenEvent open[kMaxOpenEvents];
 
