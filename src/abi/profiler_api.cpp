@@ -49,19 +49,6 @@ uint64_t g_generation = 0;
                      [&] { return std::string(fn) + ": unknown or destroyed profiler handle"; });
 }
 
-// The stream for the entry points' fast path: the profiler behind `handle`
-// runs with TSC ticks, wants none of the EP callbacks in `unwanted`, and is
-// the last one this thread recorded into. Else nullptr: take event_begin or
-// event_end, which handle every case.
-[[gnu::always_inline]] inline core::ThreadStream* fast_path_stream(uint64_t handle, uint32_t unwanted) noexcept {
-  const ProfilerSlot& slot = g_slots[handle & (kMaxProfilers - 1)];
-  if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
-  const uint32_t hot = slot.hot.load(std::memory_order_acquire);
-  if (__builtin_expect((hot & (kHotRunning | core::kHotTsc | unwanted)) != (kHotRunning | core::kHotTsc), 0))
-    return nullptr;
-  return __builtin_expect(core::t_last.handle == handle, 1) ? core::t_last.stream : nullptr;
-}
-
 // Control-path lookup (takes no lock; the caller holds g_slots_mu when the
 // profiler could be destroyed concurrently).
 Profiler* find(epprof_profiler_t p) {
@@ -74,7 +61,8 @@ Profiler* find(epprof_profiler_t p) {
 // slot's hot flags: the fast path, a cache hit on a running profiler.
 // nullptr means "take the slow path" (first event of this thread, stale
 // handle, or not running).
-inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof, uint32_t* hot) noexcept {
+[[gnu::always_inline]] inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof,
+                                                             uint32_t* hot) noexcept {
   const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
   const ProfilerSlot& slot = g_slots[idx];
   if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
@@ -86,6 +74,17 @@ inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof, uint32_
   if (__builtin_expect(!tc || tc->entries[idx].handle != handle, 0)) return nullptr;
   core::t_last = core::LastStream{handle, tc->entries[idx].stream};
   return core::t_last.stream;
+}
+
+// The stream for the entry points' fast path: fast_stream's, when the
+// profiler also runs with TSC ticks and wants none of the EP callbacks in
+// `unwanted`. Else nullptr: take event_begin or event_end, which handle
+// every case.
+[[gnu::always_inline]] inline core::ThreadStream* fast_path_stream(uint64_t handle, uint32_t unwanted) noexcept {
+  Profiler* p = nullptr;
+  uint32_t hot = 0;
+  core::ThreadStream* s = fast_stream(handle, &p, &hot);
+  return __builtin_expect(s && (hot & (core::kHotTsc | unwanted)) == core::kHotTsc, 1) ? s : nullptr;
 }
 
 // The slow path: registers the thread, or explains why there is no stream.
