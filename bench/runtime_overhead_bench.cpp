@@ -94,9 +94,10 @@ class TimedObserver final : public RunObserver {
 
 class NullObserver final : public RunObserver {};
 
-// A chain of `n` Relu nodes on a [1,64] tensor: kernels so small that the
-// hooks run with warm caches, which isolates the profiler's own cost from
-// the cache misses a real kernel inflicts on it.
+// A chain of `n` Relu nodes on a [1, width] tensor. Width 64 (relu_chain):
+// kernels so small that the hooks run with warm caches, which isolates the
+// profiler's own cost from the cache misses a real kernel inflicts on it.
+// Width 2^18 (relu_chain_cold): 1 MiB tensors that evict the caches.
 std::string relu_chain_model(int n, int64_t width) {
   onnx::ModelProto m;
   m.set_ir_version(8);
