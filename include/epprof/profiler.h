@@ -187,15 +187,16 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler);
  * merges and writes the trace (to a temporary file renamed into place, so a
  * failure never leaves a partial trace). Every event must have ended and no
  * thread may be recording into this profiler. `stats` may be NULL. Returns
- * NOT_FOUND, FAILED_PRECONDITION if not running, IO_ERROR if the trace
- * cannot be written. Plugin errors do not fail the stop: they are logged
+ * NOT_FOUND, FAILED_PRECONDITION if not running or while an event block is
+ * open (nothing changes then), IO_ERROR if the trace cannot be written. Plugin errors do not fail the stop: they are logged
  * once per slot kind and recorded in the trace. */
 EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                epprof_trace_stats* stats);
 
 /* Destroys the profiler (stopping it first, without writing, if running)
  * and releases its EP profiler instances. The handle becomes stale.
- * NOT_FOUND for a stale handle. */
+ * NOT_FOUND for a stale handle; FAILED_PRECONDITION, destroying nothing,
+ * while an event block of it is open. */
 EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler);
 
 /* ---- Hot path. Called on the thread that runs the event. ---- */
@@ -236,6 +237,73 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
                                               epprof_name_id name, uint64_t correlation_id,
                                               int64_t start_ns, int64_t dur_ns,
                                               const epprof_arg* args, size_t num_args);
+
+/* ---- Event blocks: events known in advance, recorded by index ---- */
+
+/* What one event of a block is. */
+typedef struct epprof_event_desc {
+  epprof_name_id name;    /* interned */
+  epprof_arg_set_id args; /* the event's args as one arg set; 0: none */
+} epprof_event_desc;
+
+/* An open event block. The host allocates it and libepprof fills it at
+ * open; its fields are libepprof's. Begin and end read its first 48 bytes:
+ * a host keeps those in a cache line its hot path reads anyway. */
+typedef struct epprof_event_block {
+  uint64_t opaque[8];
+} epprof_event_block;
+
+/* Opens `block` on the calling thread's track of `profiler`: `count`
+ * events, the i-th with correlation id first_correlation_id + i (a block
+ * from epprof_correlation_id_block), category `category`, and the name and
+ * args of descs[i]. For a host that records the same events again and
+ * again, a runtime's node executions in a run: what an event is was checked
+ * here, once, so recording it by index (epprof_event_block_begin / _end)
+ * looks nothing up and touches only the block, the thread's buffer and
+ * descs[i]. `descs` is borrowed: it must stay unchanged until the block is
+ * closed. The block is used on the calling thread only; the thread may
+ * record other events of the profiler meanwhile, and open other blocks.
+ * On the zero (disabled) handle it opens a disabled block, whose calls do
+ * nothing and return NULL. Returns NULL; INVALID_ARGUMENT for NULL block
+ * or descs, count 0 or above 2^32 - 2, an unknown category,
+ * first_correlation_id 0 or a block of ids that would pass 2^64, or,
+ * naming the index, a desc whose name is not interned or whose args are
+ * not an arg set; NOT_FOUND for a stale handle; FAILED_PRECONDITION when
+ * the profiler is not
+ * running, or an EP profiler of it wants start_event / stop_event (it must
+ * see each event as it happens: use epprof_event_begin / _end). */
+EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, epprof_category category,
+                                                  uint64_t first_correlation_id, size_t count,
+                                                  const epprof_event_desc* descs, epprof_event_block* block);
+
+/* Begins event `index` of an open block, on the thread that opened it. A
+ * block's events do not overlap: each one begun is ended before the next
+ * begins. No lock, allocation or syscall. Returns NULL; INVALID_ARGUMENT
+ * (nothing changes) when `block` is not open, `index` is not below its
+ * count, or another event of the block is begun and not ended. */
+EPPROF_API epprof_status* epprof_event_block_begin(epprof_event_block* block, size_t index);
+
+/* Ends event `index` of the block, which must be the one begun, and records
+ * it with the name and args of its desc. No lock, allocation or syscall
+ * (but for a new buffer chunk, as any event). Returns NULL; INVALID_ARGUMENT
+ * (nothing changes) when `block` is not open or `index` is not the event
+ * begun. */
+EPPROF_API epprof_status* epprof_event_block_end(epprof_event_block* block, size_t index);
+
+/* Ends event `index` as epprof_event_block_end does, but records it with
+ * `args` (copied; rules of epprof_event_end) instead of its desc's: for an
+ * execution that went wrong (a kernel that threw) and says so. Not for the
+ * hot path. Returns NULL; INVALID_ARGUMENT as for epprof_event_block_end,
+ * or for bad args (the event stays begun). */
+EPPROF_API epprof_status* epprof_event_block_end_with_args(epprof_event_block* block, size_t index,
+                                                           const epprof_arg* args, size_t num_args);
+
+/* Closes the block. An event begun and not ended is not recorded. Every
+ * block must be closed before its profiler is stopped or destroyed. Returns
+ * NULL; INVALID_ARGUMENT when `block` is not open; FAILED_PRECONDITION
+ * (the block is closed all the same) when an event was begun and not
+ * ended, naming it. */
+EPPROF_API epprof_status* epprof_event_block_close(epprof_event_block* block);
 
 #ifdef __cplusplus
 }

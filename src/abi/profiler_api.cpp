@@ -124,6 +124,13 @@ Profiler* find(epprof_profiler_t p) {
 
 bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_COUNT_; }
 
+[[gnu::cold]] epprof_status* open_blocks_status(const char* fn, uint32_t open) noexcept {
+  return status_from(EPPROF_FAILED_PRECONDITION, [&] {
+    return std::string(fn) + ": " + std::to_string(open) + " event block" + (open == 1 ? " is" : "s are") +
+           " open; close them first (epprof_event_block_close)";
+  });
+}
+
 [[gnu::cold, gnu::noinline]] epprof_status* check_event_ids(const char* fn,
                                                             epprof_category category,
                                                             epprof_name_id name,
@@ -351,6 +358,8 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                        (p->state() == core::Profiler::State::kCreated
                                                             ? "not started"
                                                             : "already stopped"));
+  if (const uint32_t open = p->open_blocks())
+    return abi::open_blocks_status(fn, open);
   abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(0, std::memory_order_release);
   std::string error = p->stop(stats);
   if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
@@ -366,6 +375,7 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
     std::lock_guard<std::mutex> lock(abi::g_slots_mu);
     core::Profiler* p = abi::find(profiler);
     if (!p) return abi::not_found("epprof_profiler_destroy");
+    if (const uint32_t open = p->open_blocks()) return abi::open_blocks_status("epprof_profiler_destroy", open);
     abi::ProfilerSlot& s = abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)];
     s.hot.store(0, std::memory_order_release);
     s.handle.store(0, std::memory_order_release);
@@ -422,6 +432,131 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
   epprof_status* err = nullptr;
   if (!s && !(s = abi::slow_stream(profiler.handle, &p, &hot, &err, fn))) return err;
   return p->record(*s, uint8_t(category), name, correlation_id, start_ns, dur_ns, args, num_args);
+}
+
+}  // extern "C"
+
+// ---- Event blocks ----
+
+namespace epprof::abi {
+namespace {
+
+using core::BlockState;
+static_assert(sizeof(BlockState) <= sizeof(epprof_event_block), "a block's state fits the host's struct");
+static_assert(alignof(BlockState) <= alignof(epprof_event_block), "and its alignment");
+
+BlockState& block_state(epprof_event_block* block) { return *reinterpret_cast<BlockState*>(block); }
+
+[[gnu::cold, gnu::noinline]] epprof_status* block_misuse(const char* fn, const epprof_event_block* block,
+                                                         size_t index) noexcept {
+  if (!block) return null_argument(fn, "block");
+  const BlockState& b = *reinterpret_cast<const BlockState*>(block);
+  return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+    const std::string f(fn);
+    if (b.state != BlockState::kOpen) return f + ": the block is not open";
+    if (index >= b.count)
+      return f + ": index " + std::to_string(index) + " is past the block's " + std::to_string(b.count) + " events";
+    if (b.begun == BlockState::kNone) return f + ": event " + std::to_string(index) + " was not begun";
+    return f + ": event " + std::to_string(b.begun) + " of the block is begun and not ended" +
+           (index == b.begun ? "" : " (index " + std::to_string(index) + " given)");
+  });
+}
+
+}  // namespace
+}  // namespace epprof::abi
+
+extern "C" {
+
+EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, epprof_category category,
+                                                  uint64_t first_correlation_id, size_t count,
+                                                  const epprof_event_desc* descs, epprof_event_block* block) {
+  using namespace epprof;
+  const char* fn = "epprof_event_block_open";
+  if (!block) return null_argument(fn, "block");
+  if (!descs) return null_argument(fn, "descs");
+  abi::block_state(block).state = 0;  // not open until everything checks
+  if (count == 0 || count >= core::BlockState::kNone)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": count " + std::to_string(count) +
+                                                    " is not between 1 and 2^32 - 2");
+  if (!abi::valid_category(category))
+    return abi::status_from(EPPROF_INVALID_ARGUMENT,
+                            [&] { return std::string(fn) + ": unknown category " + std::to_string(int(category)); });
+  if (first_correlation_id == 0 || first_correlation_id - 1 > UINT64_MAX - count)
+    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": " + std::to_string(count) + " correlation ids from " +
+             std::to_string(first_correlation_id) + " are not a block of ids (use epprof_correlation_id_block)";
+    });
+  if (profiler.handle == 0) {
+    abi::block_state(block).state = core::BlockState::kDisabled;
+    return nullptr;
+  }
+  core::Profiler* p = nullptr;
+  uint32_t hot = 0;
+  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p, &hot);
+  epprof_status* err = nullptr;
+  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &hot, &err, fn))) return err;
+  if (hot & (core::kHotStartEvents | core::kHotStopEvents))
+    return make_status(EPPROF_FAILED_PRECONDITION,
+                       std::string(fn) + ": an EP profiler of this profiler wants start_event / stop_event for "
+                                         "each event; record them with epprof_event_begin / epprof_event_end");
+  return p->open_block(*s, abi::block_state(block), uint8_t(category), first_correlation_id, uint32_t(count), descs);
+}
+
+EPPROF_API __attribute__((hot)) epprof_status* epprof_event_block_begin(epprof_event_block* block, size_t index) {
+  using epprof::core::BlockState;
+  if (__builtin_expect(block != nullptr, 1)) {
+    BlockState& b = epprof::abi::block_state(block);
+    if (__builtin_expect(b.state == BlockState::kOpen && index < b.count && b.begun == BlockState::kNone, 1)) {
+      epprof::core::Profiler::block_begin(b, uint32_t(index));
+      return nullptr;
+    }
+    if (b.state == BlockState::kDisabled) return nullptr;
+  }
+  return epprof::abi::block_misuse("epprof_event_block_begin", block, index);
+}
+
+EPPROF_API __attribute__((hot)) epprof_status* epprof_event_block_end(epprof_event_block* block, size_t index) {
+  using epprof::core::BlockState;
+  if (__builtin_expect(block != nullptr, 1)) {
+    BlockState& b = epprof::abi::block_state(block);
+    if (__builtin_expect(b.state == BlockState::kOpen && index == b.begun, 1)) {
+      epprof::core::Profiler::block_end(b);
+      return nullptr;
+    }
+    if (b.state == BlockState::kDisabled) return nullptr;
+  }
+  return epprof::abi::block_misuse("epprof_event_block_end", block, index);
+}
+
+EPPROF_API epprof_status* epprof_event_block_end_with_args(epprof_event_block* block, size_t index,
+                                                           const epprof_arg* args, size_t num_args) {
+  using epprof::core::BlockState;
+  const char* fn = "epprof_event_block_end_with_args";
+  if (!block) return epprof::abi::block_misuse(fn, block, index);
+  BlockState& b = epprof::abi::block_state(block);
+  if (b.state == BlockState::kDisabled) return nullptr;
+  if (b.state != BlockState::kOpen || index != b.begun) return epprof::abi::block_misuse(fn, block, index);
+  return b.profiler->block_end_with_args(b, args, num_args);
+}
+
+EPPROF_API epprof_status* epprof_event_block_close(epprof_event_block* block) {
+  using epprof::core::BlockState;
+  const char* fn = "epprof_event_block_close";
+  if (!block) return epprof::abi::block_misuse(fn, block, 0);
+  BlockState& b = epprof::abi::block_state(block);
+  if (b.state == BlockState::kDisabled) {
+    b.state = 0;
+    return nullptr;
+  }
+  if (b.state != BlockState::kOpen) return epprof::abi::block_misuse(fn, block, 0);
+  const uint32_t begun = b.begun;
+  b.state = 0;
+  b.profiler->close_block();
+  if (begun != BlockState::kNone)
+    return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": event " + std::to_string(begun) +
+                                                       " (correlation id " + std::to_string(b.first_id + begun) +
+                                                       ") was begun and not ended; it is not recorded");
+  return nullptr;
 }
 
 }  // extern "C"

@@ -89,10 +89,10 @@ epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) cons
 
 epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur,
                                          uint8_t flags, const epprof_arg* args,
-                                         size_t num_args) noexcept {
+                                         size_t num_args, const char* fn) noexcept {
   // Validate and size everything before writing anything.
   ArgPlan plan;
-  if (epprof_status* st = plan_args("epprof_event_end", args, num_args, /*sets_allowed=*/true, plan))
+  if (epprof_status* st = plan_args(fn, args, num_args, /*sets_allowed=*/true, plan))
     return st;
   const uint32_t slots = uint32_t(slots_for_bytes(plan.bytes));
   Record* r = recorder_.reserve(s, 1 + slots);
@@ -145,6 +145,34 @@ epprof_status* Profiler::record(ThreadStream& s, uint8_t category, uint32_t name
     return nullptr;
   }
   return write_with_args(s, o, uint64_t(dur_ns), kRecordDurationNs, args, num_args);
+}
+
+epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t category, uint64_t first_id,
+                                    uint32_t count, const epprof_event_desc* descs) noexcept {
+  for (uint32_t i = 0; i < count; ++i) {
+    const epprof_event_desc& d = descs[i];
+    if (!is_interned(d.name) || (d.args && !known_set(s, d.args)))
+      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+        return "epprof_event_block_open: descs[" + std::to_string(i) + "]: " +
+               (!is_interned(d.name) ? "name " + std::to_string(d.name) + " is not an id returned by epprof_intern"
+                                     : "args " + std::to_string(d.args) +
+                                           " is not an id returned by epprof_arg_set_intern");
+      });
+  }
+  b = BlockState{&s, descs, first_id, 0, BlockState::kNone, count, BlockState::kOpen, category,
+                 uint8_t(ticks_are_tsc()), this};
+  open_blocks_.fetch_add(1, std::memory_order_acq_rel);
+  return nullptr;
+}
+
+epprof_status* Profiler::block_end_with_args(BlockState& b, const epprof_arg* args, size_t num_args) noexcept {
+  const uint64_t t = now_ticks(b.tsc);
+  const OpenEvent o{b.start, b.first_id + b.begun, b.descs[b.begun].name, b.category};
+  if (epprof_status* st =
+          write_with_args(*b.stream, o, t - b.start, 0, args, num_args, "epprof_event_block_end_with_args"))
+    return st;
+  b.begun = BlockState::kNone;
+  return nullptr;
 }
 
 }  // namespace epprof::core

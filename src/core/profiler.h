@@ -40,6 +40,27 @@ constexpr uint32_t kHotStartEvents = 2;  // an EP profiler wants start_event
 constexpr uint32_t kHotStopEvents = 4;   // an EP profiler wants stop_event
 constexpr uint32_t kHotTsc = 8;          // ticks are the TSC (ticks_are_tsc())
 
+class Profiler;
+
+// An open event block (epprof_event_block), in the host's memory. A begin
+// or an end reads the first 48 bytes, the stream's first line and
+// descs[index]; `profiler` is for the slow paths.
+struct BlockState {
+  static constexpr uint32_t kOpen = 0xb10c09e1;
+  static constexpr uint32_t kDisabled = 0xb10cd15a;
+  static constexpr uint32_t kNone = UINT32_MAX;  // `begun` when no event is
+  ThreadStream* stream;
+  const epprof_event_desc* descs;
+  uint64_t first_id;
+  uint64_t start;  // ticks of the begun event
+  uint32_t begun;
+  uint32_t count;
+  uint32_t state;  // kOpen, kDisabled, or anything else: not open
+  uint8_t category;
+  uint8_t tsc;  // ticks_are_tsc()
+  Profiler* profiler;
+};
+
 class Profiler {
  public:
   enum class State : int { kCreated, kRunning, kStopped };
@@ -124,6 +145,28 @@ class Profiler {
                         int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
                         size_t num_args) noexcept;
 
+  // ---- event blocks (epprof_event_block_*); the caller checked the state ----
+  // Fills `b` after checking every desc.
+  epprof_status* open_block(ThreadStream& s, BlockState& b, uint8_t category, uint64_t first_id, uint32_t count,
+                            const epprof_event_desc* descs) noexcept;
+  [[gnu::always_inline]] static void block_begin(BlockState& b, uint32_t index) noexcept {
+    b.start = now_ticks(b.tsc);
+    b.begun = index;
+  }
+  [[gnu::always_inline]] static void block_end(BlockState& b) noexcept {
+    const uint64_t t = now_ticks(b.tsc);
+    ThreadStream& s = *b.stream;
+    const epprof_event_desc d = b.descs[b.begun];
+    const uint32_t slots = d.args ? 2 : 1;
+    Record* r = __builtin_expect(s.used + slots <= kChunkSlots, 1) ? Recorder::reserve_in_chunk(s, slots)
+                                                                   : b.profiler->reserve_slow(s, slots);
+    emit(r, OpenEvent{b.start, b.first_id + b.begun, d.name, b.category}, t, d.args);
+    b.begun = BlockState::kNone;
+  }
+  epprof_status* block_end_with_args(BlockState& b, const epprof_arg* args, size_t num_args) noexcept;
+  void close_block() noexcept { open_blocks_.fetch_sub(1, std::memory_order_release); }
+  uint32_t open_blocks() const noexcept { return open_blocks_.load(std::memory_order_acquire); }
+
  private:
   // The set id if `args` is one arg set with no key (a node's args, say), else 0.
   static uint32_t lone_set(const epprof_arg* args, size_t num_args) noexcept {
@@ -147,7 +190,11 @@ class Profiler {
                                                              uint64_t id) const noexcept;
   // dur is in ticks, or in ns when flags has kRecordDurationNs.
   epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur, uint8_t flags,
-                                 const epprof_arg* args, size_t num_args) noexcept;
+                                 const epprof_arg* args, size_t num_args,
+                                 const char* fn = "epprof_event_end") noexcept;
+  [[gnu::noinline]] Record* reserve_slow(ThreadStream& s, uint32_t slots) noexcept {
+    return recorder_.reserve(s, slots);
+  }
   void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
                    const epprof_arg* args, size_t num_args) noexcept;
   std::string write_trace(epprof_trace_stats* stats);
@@ -156,6 +203,7 @@ class Profiler {
   // an event's slow path. The fast path reads a copy in the profiler's slot
   // (abi/profiler_api.cpp), so events touch no line of this object.
   std::atomic<State> state_{State::kCreated};
+  std::atomic<uint32_t> open_blocks_{0};  // stop and destroy wait for none
   bool eps_want_events_ = false;
   bool eps_want_stop_ = false;
 
