@@ -79,6 +79,7 @@ void notify_failed(const Observers& obs, const NodeInfo& info) {
 class SequentialExecutor final : public Executor {
  public:
   const char* name() const override { return "SequentialExecutor"; }
+  bool nodes_on_calling_thread() const override { return true; }
   void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                const RunContext& run) override {
     Releaser rel(plan);
@@ -93,6 +94,7 @@ class ParallelExecutor final : public Executor {
  public:
   explicit ParallelExecutor(int threads) : pool_(threads) {}
   const char* name() const override { return "ParallelExecutor"; }
+  bool nodes_on_calling_thread() const override { return false; }
 
   void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                const RunContext& run) override {

@@ -267,7 +267,36 @@ struct ProfilingObserver::Spilled {
   NodeCache cold;
 };
 
-ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(options.trace_path) {
+// Which run holds the event block, and what the block needs: the event
+// descriptions (name, arg set) of each shape epoch's node executions, by
+// position in the plan. A run of an epoch not seen whole yet collects them
+// while its node events take the general path; the epoch's later runs open
+// the block with them. Epochs are unique in the process, so an epoch also
+// names its session and plan. `held` says whether a run holds the block;
+// the rest is touched only by the thread of the run that holds it.
+struct ProfilingObserver::Runs {
+  struct Epoch {
+    uint64_t epoch;
+    std::vector<epprof_event_desc> descs;
+  };
+  static constexpr size_t kMaxEpochs = 16;  // the newest are kept
+
+  std::atomic<bool> held{false};
+  uint64_t first_id = 0;
+  std::vector<epprof_event_desc> collecting;  // by position; {0, 0}: not yet
+  std::vector<std::unique_ptr<Epoch>> epochs;  // oldest first
+
+  const Epoch* find(uint64_t epoch, size_t nodes) const {
+    for (const auto& e : epochs)
+      if (e->epoch == epoch && e->descs.size() == nodes) return e.get();
+    return nullptr;
+  }
+};
+
+ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
+    : use_blocks_(options.event_blocks && options.plugins.empty()),
+      runs_(use_blocks_ ? std::make_unique<Runs>() : nullptr),
+      path_(options.trace_path) {
   epprof_profiler_config c{};
   c.size = sizeof c;
   c.trace_path = options.trace_path.c_str();
@@ -291,6 +320,8 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options) : path_(op
 }
 
 ProfilingObserver::~ProfilingObserver() {
+  if (held_run_.load(std::memory_order_relaxed) & kInBlock)  // destroyed during a run
+    epprof_status_release(epprof_event_block_close(&block_));
   if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
   for (auto& b : blocks_) delete b.load();
 }
@@ -357,16 +388,81 @@ void ProfilingObserver::run_begin(const RunInfo& info) {
   const bool parallel = info.executor_name[0] == 'P';
   report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION, parallel ? k.parallel : k.sequential,
                             info.execute_correlation_id));
+  if (use_blocks_ && info.nodes_on_calling_thread && info.shape_epoch) hold_run(info);
 }
 
 void ProfilingObserver::run_end(const RunInfo& info) {
+  const uint64_t held = held_run_.load(std::memory_order_relaxed);
+  if (held && held >> kFirstShift == info.first_node_correlation_id) release_run(info);
   report(epprof_event_end(profiler_, info.execute_correlation_id, nullptr, 0));
   const epprof_arg run_id = int_arg(keys().run_id, int64_t(info.run_id));
   report(epprof_event_end(profiler_, info.correlation_id, &run_id, 1));
 }
 
+// Takes the event block for this run, if no other run holds it: opens it
+// when the run's epoch has its descriptions, else collects them.
+void ProfilingObserver::hold_run(const RunInfo& info) {
+  const uint64_t n = info.num_nodes, first = info.first_node_correlation_id;
+  if (n == 0 || n >= (uint64_t(1) << kCountBits) || first == 0 || first >> (64 - kFirstShift)) return;
+  if (runs_->held.exchange(true, std::memory_order_acquire)) return;  // another run has it
+  Runs& r = *runs_;
+  uint64_t in_block = 0;
+  if (const Runs::Epoch* e = r.find(info.shape_epoch, n)) {
+    epprof_status* st = epprof_event_block_open(profiler_, EPPROF_CATEGORY_NODE, first, n, e->descs.data(), &block_);
+    if (st) {  // the run's events take the general path
+      report(st);
+      r.held.store(false, std::memory_order_release);
+      return;
+    }
+    in_block = kInBlock;
+  } else {
+    try {
+      r.collecting.assign(n, epprof_event_desc{0, 0});
+    } catch (const std::bad_alloc&) {
+      r.held.store(false, std::memory_order_release);
+      return;
+    }
+  }
+  r.first_id = first;
+  held_run_.store(first << kFirstShift | in_block | n, std::memory_order_relaxed);
+}
+
+// Closes the block, or keeps the descriptions the run collected when it
+// found every one.
+void ProfilingObserver::release_run(const RunInfo& info) {
+  Runs& r = *runs_;
+  const bool in_block = held_run_.load(std::memory_order_relaxed) & kInBlock;
+  held_run_.store(0, std::memory_order_relaxed);
+  if (in_block) {
+    report(epprof_event_block_close(&block_));
+    block_runs_.fetch_add(1, std::memory_order_relaxed);
+  } else if (std::all_of(r.collecting.begin(), r.collecting.end(),
+                         [](const epprof_event_desc& d) { return d.name != 0 && d.args != 0; })) {
+    try {
+      auto e = std::make_unique<Runs::Epoch>(Runs::Epoch{info.shape_epoch, r.collecting});
+      if (r.epochs.size() == Runs::kMaxEpochs) r.epochs.erase(r.epochs.begin());
+      r.epochs.push_back(std::move(e));
+    } catch (const std::bad_alloc&) {
+      // A later run of the epoch collects them again.
+    }
+  }
+  r.held.store(false, std::memory_order_release);
+}
+
+void ProfilingObserver::collect(size_t position, epprof_name_id event, epprof_arg_set_id args) {
+  runs_->collecting[position] = epprof_event_desc{event, args};
+}
+
 // node_begin and node_end are `hot`: the linker places them side by side.
+// A run in the event block records its node events by position and reads
+// nothing else of the observer.
 [[gnu::hot]] void ProfilingObserver::node_begin(const NodeInfo& info) {
+  bool in_block;
+  const size_t position = held_position(info, &in_block);
+  if (position != kNotHeld && in_block) {
+    report(epprof_event_block_begin(&block_, position));
+    return;
+  }
   const NodeState n = node_state(info.node_index);
   const epprof_name_id event = __builtin_expect(n.hot.owner.load(std::memory_order_acquire) == &info.node, 1)
                                    ? n.hot.event
@@ -375,19 +471,29 @@ void ProfilingObserver::run_end(const RunInfo& info) {
 }
 
 [[gnu::hot]] void ProfilingObserver::node_end(const NodeInfo& info, const NodeIo& io) {
+  bool in_block;
+  const size_t position = held_position(info, &in_block);
+  if (position != kNotHeld && in_block) {
+    report(epprof_event_block_end(&block_, position));
+    return;
+  }
   const NodeState n = node_state(info.node_index);
   epprof_arg set{0, EPPROF_ARG_SET, {}};
   set.value.set = n.hot.args_in_epoch(info);
-  if (__builtin_expect(set.value.set != 0, 1)) {
+  if (__builtin_expect(set.value.set != 0 && position == kNotHeld, 1)) {
     report(epprof_event_end(profiler_, info.correlation_id, &set, 1));
     return;
   }
-  node_end_slow(info, io, n);
+  node_end_slow(info, io, n, position);
 }
 
-void ProfilingObserver::node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n) {
+// `position`: the node's in the run that collects its epoch's descriptions,
+// or kNotHeld.
+void ProfilingObserver::node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n,
+                                      size_t position) {
   const NodeCache::Shapes& shapes = n.cold.shapes_for(n.hot, info, io);
   n.hot.remember(info, shapes.args);
+  if (position != kNotHeld) collect(position, n.cold.names_for(n.hot, info).event, shapes.args);
   epprof_arg set{0, EPPROF_ARG_SET, {}};
   if (shapes.args) {
     set.value.set = shapes.args;
@@ -406,6 +512,12 @@ void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
       int_arg(k.node_index, int64_t(info.node.index)),
       str_arg(k.error, what),
   };
+  bool in_block;
+  const size_t position = held_position(info, &in_block);
+  if (position != kNotHeld && in_block) {
+    report(epprof_event_block_end_with_args(&block_, position, args, sizeof args / sizeof args[0]));
+    return;
+  }
   report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
 }
 

@@ -220,9 +220,14 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
     if (!s.plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(s.plan.nodes.size());
   }
   const uint64_t run_id = run.run_id;
-  const RunInfo info{run_id, s.executor->name(), s.plan.nodes.size(),
+  const RunInfo info{run_id,
+                     s.executor->name(),
+                     s.plan.nodes.size(),
                      obs.count ? epprof_correlation_id_next() : 0,
-                     obs.count ? epprof_correlation_id_next() : 0};
+                     obs.count ? epprof_correlation_id_next() : 0,
+                     run.first_node_id,
+                     run.shape_epoch,
+                     s.executor->nodes_on_calling_thread()};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
   try {
     s.executor->execute(s.plan, values, obs, run);

@@ -29,6 +29,16 @@ struct RunInfo {
   // and a run profiler report one event under one id.
   uint64_t correlation_id;
   uint64_t execute_correlation_id;
+  // The node executions' correlation ids are first_node_correlation_id +
+  // position in the executor's plan, for num_nodes positions (0 when no
+  // observer is set): an observer can keep per-run state by position.
+  uint64_t first_node_correlation_id = 0;
+  // The run's NodeInfo::shape_epoch (0: none).
+  uint64_t shape_epoch = 0;
+  // True when every node_begin / node_end / node_failed of this run is
+  // called on the thread that calls run_begin and run_end (the sequential
+  // executor), so per-run state needs no synchronisation.
+  bool nodes_on_calling_thread = false;
 };
 
 struct NodeInfo {

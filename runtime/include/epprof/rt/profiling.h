@@ -30,9 +30,18 @@ struct ProfilingOptions {
   bool integer_timestamps = false;       // ONNX Runtime-style integer µs
   uint64_t memory_budget_bytes = 0;      // 0: libepprof's default
   std::vector<std::pair<std::string, std::string>> metadata;  // extra metadata fields
+  // Record node events through a libepprof event block (epprof_event_block_*)
+  // when it can: a run of the sequential executor whose shape epoch an
+  // earlier run of this observer saw whole has its node events described in
+  // advance, and its node hooks record each one by index, looking nothing
+  // up. The trace is the same. Not for scopes with EP profilers (they see
+  // start_event / stop_event through epprof_event_begin / _end), the
+  // parallel executor, graphs of 65,536 nodes or more, or a run that starts
+  // while another run of this observer holds the block.
+  bool event_blocks = true;
 };
 
-class ProfilingObserver final : public RunObserver {
+class alignas(64) ProfilingObserver final : public RunObserver {
  public:
   // Creates and starts the profiler. Throws Error(ErrorKind::Io) with
   // libepprof's message when it cannot (e.g. an unwritable trace path).
@@ -46,6 +55,9 @@ class ProfilingObserver final : public RunObserver {
   // returned. Throws Error(ErrorKind::Io) on failure.
   epprof_trace_stats finish();
   const std::string& trace_path() const { return path_; }
+  // Runs so far whose node events went through the event block
+  // (ProfilingOptions::event_blocks). Thread-safe.
+  uint64_t runs_in_event_blocks() const { return block_runs_.load(std::memory_order_relaxed); }
   epprof_profiler_t profiler() const { return profiler_; }
 
   void session_phase_begin(const SessionPhaseInfo& info) override;
@@ -61,13 +73,34 @@ class ProfilingObserver final : public RunObserver {
   struct NodeCache;
   struct Block;
   struct Spilled;
+  struct Runs;
+  // The run that holds the event block, or collects its epoch's event
+  // descriptions for it: its first node correlation id, whether the block
+  // is open, and its node count, in one word so that a hook of another run
+  // tells in one load that it is not that run.
+  static constexpr unsigned kCountBits = 16;
+  static constexpr uint64_t kInBlock = uint64_t(1) << kCountBits;
+  static constexpr unsigned kFirstShift = kCountBits + 1;
+  static constexpr size_t kNotHeld = SIZE_MAX;
+  // The position of a node of the run that holds the block; kNotHeld for
+  // other runs. `in_block`: whether the block is open.
+  [[gnu::always_inline]] inline size_t held_position(const NodeInfo& info, bool* in_block) const {
+    const uint64_t held = held_run_.load(std::memory_order_relaxed);
+    const uint64_t position = info.correlation_id - (held >> kFirstShift);
+    *in_block = held & kInBlock;
+    return position < (held & (kInBlock - 1)) ? size_t(position) : kNotHeld;
+  }
+  void hold_run(const RunInfo& info);
+  void release_run(const RunInfo& info);
+  void collect(size_t position, epprof_name_id event, epprof_arg_set_id args);
   struct NodeState {
     HotNode& hot;
     NodeCache& cold;
   };
   [[gnu::always_inline]] inline NodeState node_state(size_t node_index);
   [[gnu::noinline]] NodeState node_state_slow(size_t node_index);
-  [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n);
+  [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n,
+                                       size_t position);
   // Warns once about a rejected event; a null status costs one branch.
   void report(epprof_status* status) noexcept {
     if (__builtin_expect(status != nullptr, 0)) report_rejected(status);
@@ -80,7 +113,16 @@ class ProfilingObserver final : public RunObserver {
   static constexpr size_t kBlockNodes = 256;
   static constexpr size_t kBlocks = 4096;  // node indices below 2^20
 
+  // What the node hooks of a run in the block read: the held run and the
+  // block's first 48 bytes, in the object's first line with the vtable
+  // pointer. The profiler comes next, for every other event.
+  std::atomic<uint64_t> held_run_{0};  // 0: no run holds the block
+  epprof_event_block block_{};
   epprof_profiler_t profiler_{};
+  const bool use_blocks_;
+  std::unique_ptr<Runs> runs_;  // the block's holder, epoch descriptions
+  std::atomic<uint64_t> block_runs_{0};
+
   std::atomic<Block*> blocks_[kBlocks] = {};
   std::string path_;
   bool finished_ = false;

@@ -1,0 +1,188 @@
+// The ProfilingObserver's event blocks (ProfilingOptions::event_blocks): a
+// run of a shape epoch seen whole records its node events by position, and
+// the trace says exactly what it says without them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "epprof/rt/error.h"
+#include "epprof/rt/profiling.h"
+#include "epprof/rt/session.h"
+#include "support/test_util.h"
+#include "test_models.h"
+
+namespace {
+
+using namespace epprof::rt;
+using namespace epprof::rt::testing;
+using epprof::testing::TraceEvent;
+
+// x[N,3] -> Relu -> Sigmoid -> Add(., x) -> y: node events of several ops,
+// with shapes that follow the input's.
+std::string chain_model() {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {1, 3});
+  auto* dims = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(0)->set_dim_param("N");
+  add_node(m, "Relu", "relu", {"x"}, {"r"});
+  add_node(m, "Sigmoid", "sigmoid", {"r"}, {"s"});
+  add_node(m, "Add", "add", {"s", "x"}, {"y"});
+  add_io(m, false, "y", {1, 3});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("N");
+  return bytes(m);
+}
+
+// y = Gather(table[5,3], i[2]): the indices' values are the caller's, their
+// shape fixes every shape, so runs share an epoch whatever the values.
+std::string gather_model() {
+  onnx::ModelProto m = make_model();
+  add_float_init(m, "table", {5, 3}, std::vector<float>(15, 1.0f));
+  add_io(m, true, "i", {2}, onnx::TensorProto::INT64);
+  add_node(m, "Gather", "gather", {"table", "i"}, {"y"});
+  add_io(m, false, "y", {2, 3});
+  return bytes(m);
+}
+
+Tensor rows(int64_t n) {
+  Tensor t(DataType::Float, {n, 3});
+  for (int64_t k = 0; k < t.size(); ++k) t.mutable_data<float>()[k] = float(k % 7) - 3;
+  return t;
+}
+
+struct Profiled {
+  std::vector<TraceEvent> events;  // by start time
+  uint64_t block_runs;
+};
+
+Profiled profile(const std::string& path, const std::string& model, const std::vector<int64_t>& row_counts,
+                 bool event_blocks) {
+  ProfilingOptions po;
+  po.trace_path = path;
+  po.event_blocks = event_blocks;
+  ProfilingObserver prof(po);
+  SessionOptions o;
+  o.observer = &prof;
+  Session s = Session::from_bytes(model, o);
+  for (int64_t n : row_counts) s.run({{"x", rows(n)}});
+  prof.finish();
+  auto events = epprof::testing::read_trace(path);
+  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  return {events, prof.runs_in_event_blocks()};
+}
+
+// What a node event says, but for its correlation id (a new one each run).
+std::vector<std::string> node_events(const std::vector<TraceEvent>& events) {
+  static const std::regex id("\"correlation_id\":\"[0-9]+\",?");
+  std::vector<std::string> out;
+  for (const auto& e : events)
+    if (e.cat == "Node") out.push_back(e.name + " " + std::regex_replace(e.args_json, id, ""));
+  return out;
+}
+
+TEST(ProfilingBlocks, TheTraceSaysTheSameWithAndWithoutThem) {
+  epprof::testing::TempDir dir;
+  const std::vector<int64_t> runs = {2, 2, 2, 4, 4, 2, 2};
+  const Profiled with = profile(dir.file("with.json"), chain_model(), runs, true);
+  const Profiled without = profile(dir.file("without.json"), chain_model(), runs, false);
+  // Epochs: 2 (collected, then 2 runs in the block), 4 (collected, block), 2 (a new epoch: collected, block).
+  EXPECT_EQ(with.block_runs, 4u);
+  EXPECT_EQ(without.block_runs, 0u);
+  const auto a = node_events(with.events), b = node_events(without.events);
+  ASSERT_EQ(a.size(), runs.size() * 3);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a[9].find("\"output_type_shape\":[{\"float\":[4,3]}]"), std::string::npos) << a[9];
+  // Each run's node events: consecutive ids in plan order, inside its model_run, on its thread.
+  const TraceEvent* run = nullptr;
+  uint64_t last_id = 0;
+  size_t in_run = 0;
+  for (const auto& e : with.events) {
+    if (e.name == "model_run") {
+      run = &e;
+      in_run = 0;
+      continue;
+    }
+    if (e.cat != "Node") continue;
+    ASSERT_NE(run, nullptr);
+    EXPECT_GE(e.ts, run->ts);
+    EXPECT_LE(e.ts + e.dur, run->ts + run->dur + 1e-3);
+    EXPECT_EQ(e.tid, run->tid);
+    const uint64_t id = std::stoull(e.arg("correlation_id"));
+    if (in_run++) {
+      EXPECT_EQ(id, last_id + 1) << e.name;
+    }
+    last_id = id;
+  }
+}
+
+TEST(ProfilingBlocks, AKernelThatThrowsInABlockIsRecordedWithItsError) {
+  epprof::testing::TempDir dir;
+  const std::string path = dir.file("gather.json");
+  ProfilingOptions po;
+  po.trace_path = path;
+  ProfilingObserver prof(po);
+  SessionOptions o;
+  o.observer = &prof;
+  Session s = Session::from_bytes(gather_model(), o);
+  s.run({{"i", Tensor::from_vector<int64_t>({2}, {0, 4})}});  // collects the epoch's descriptions
+  s.run({{"i", Tensor::from_vector<int64_t>({2}, {1, 2})}});  // in the block
+  EXPECT_THROW(s.run({{"i", Tensor::from_vector<int64_t>({2}, {1, 9})}}), Error);  // in the block, throws
+  s.run({{"i", Tensor::from_vector<int64_t>({2}, {3, 3})}});  // the block is usable again
+  EXPECT_EQ(prof.runs_in_event_blocks(), 3u);
+  prof.finish();
+  const auto events = epprof::testing::read_trace(path);
+  int ok = 0, failed = 0;
+  for (const auto& e : events) {
+    if (e.name != "gather_kernel_time") continue;
+    EXPECT_EQ(e.arg("op_name"), "Gather");
+    if (e.has_arg("error")) {
+      ++failed;
+      EXPECT_NE(e.arg("error").find("out of range"), std::string::npos) << e.arg("error");
+    } else {
+      ++ok;
+      EXPECT_NE(e.args_json.find("\"output_type_shape\":[{\"float\":[2,3]}]"), std::string::npos) << e.args_json;
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(failed, 1);
+}
+
+// Runs on two threads share one observer: one run at a time holds the
+// block, the others take the general path, and every event is kept.
+TEST(ProfilingBlocks, ParallelCallersShareOneObserver) {
+  epprof::testing::TempDir dir;
+  const std::string path = dir.file("threads.json");
+  ProfilingOptions po;
+  po.trace_path = path;
+  ProfilingObserver prof(po);
+  SessionOptions o;
+  o.observer = &prof;
+  Session s = Session::from_bytes(chain_model(), o);
+  constexpr int kRuns = 40;
+  auto caller = [&] {
+    for (int i = 0; i < kRuns; ++i) s.run({{"x", rows(2)}});
+  };
+  std::thread t1(caller), t2(caller);
+  t1.join();
+  t2.join();
+  EXPECT_GE(prof.runs_in_event_blocks(), 1u);
+  prof.finish();
+  const auto events = epprof::testing::read_trace(path);
+  std::map<int64_t, int> nodes_by_thread, runs_by_thread;
+  for (const auto& e : events) {
+    if (e.cat == "Node") ++nodes_by_thread[e.tid];
+    if (e.name == "model_run") ++runs_by_thread[e.tid];
+  }
+  ASSERT_EQ(runs_by_thread.size(), 2u);
+  for (const auto& [tid, n] : runs_by_thread) {
+    EXPECT_EQ(n, kRuns);
+    EXPECT_EQ(nodes_by_thread[tid], 3 * kRuns) << "thread " << tid;
+  }
+}
+
+}  // namespace
