@@ -187,10 +187,11 @@ struct Row {
 // With `ep` set (a plugin EP, e.g. OpenCL), every session runs on [ep, cpu]
 // and the profiled one also traces the EP's device work.
 Row measure(const std::string& dir, const std::string& name, int runs, double tick_ns,
-            const std::shared_ptr<PluginExecutionProvider>& ep, epprof_plugin_t ep_profiler) {
+            const std::shared_ptr<PluginExecutionProvider>& ep, epprof_plugin_t ep_profiler, bool event_blocks) {
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
+  po.event_blocks = event_blocks;
   if (ep) po.plugins.push_back(ep_profiler);
   ProfilingObserver profiler(po);
   TimedObserver timed(&profiler);
@@ -260,14 +261,18 @@ int main(int argc, char** argv) {
   std::string ep_name = "cpu";
   std::string only;  // one model only
   int runs = 300;
+  bool event_blocks = true;  // ProfilingOptions::event_blocks
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) runs = 20;
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(2, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--models") && i + 1 < argc) dir = argv[++i];
     else if (!std::strcmp(argv[i], "--ep") && i + 1 < argc) ep_name = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-blocks")) event_blocks = false;
     else {
-      std::fprintf(stderr, "usage: epprof_runtime_bench [--quick] [--runs N] [--models DIR] [--ep cpu|opencl] [--only MODEL]\n");
+      std::fprintf(stderr,
+                   "usage: epprof_runtime_bench [--quick] [--runs N] [--models DIR] [--ep cpu|opencl] [--only MODEL] "
+                   "[--no-blocks]\n");
       return 2;
     }
   }
@@ -295,8 +300,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const double tick_ns = ns_per_tick();
-  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s\n\n", runs,
-              ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP");
+  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s\n\n",
+              runs, ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
+              event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)");
   std::printf("%-12s %5s %10s %10s %8s %8s %12s %12s %12s %8s\n", "model", "nodes", "off ms", "on ms", "ratio",
               "target", "e2e ns/node", "hooks ns/node", "hooks mean", "result");
   bool ok = true;
@@ -304,7 +310,7 @@ int main(int argc, char** argv) {
     if (ep && !std::strncmp(name, "relu_chain", 10)) continue;
     if (!only.empty() && only != name) continue;
     try {
-      Row r = measure(dir, name, runs, tick_ns, ep, ep_profiler);
+      Row r = measure(dir, name, runs, tick_ns, ep, ep_profiler, event_blocks);
       if (r.pct_target == 0) {  // diagnostic row: no target
         std::printf("%-12s %5zu %10.3f %10.3f %8.4f %8s %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
                     r.off_ms, r.on_ms, r.ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node, r.hook_mean_ns_per_node,
