@@ -246,9 +246,10 @@ typedef struct epprof_event_desc {
   epprof_arg_set_id args; /* the event's args as one arg set; 0: none */
 } epprof_event_desc;
 
-/* An open event block. The host allocates it and libepprof fills it at
- * open; its fields are libepprof's. Begin and end read its first 48 bytes:
- * a host keeps those in a cache line its hot path reads anyway. */
+/* An event block. The host allocates it, zero-initialised before its first
+ * open (epprof_event_block b = {0}), and libepprof fills it at open; its
+ * fields are libepprof's. Begin and end read its first 48 bytes: a host
+ * keeps those in a cache line its hot path reads anyway. */
 typedef struct epprof_event_block {
   uint64_t opaque[8];
 } epprof_event_block;
@@ -269,9 +270,10 @@ typedef struct epprof_event_block {
  * first_correlation_id 0 or a block of ids that would pass 2^64, or,
  * naming the index, a desc whose name is not interned or whose args are
  * not an arg set; NOT_FOUND for a stale handle; FAILED_PRECONDITION when
- * the profiler is not
- * running, or an EP profiler of it wants start_event / stop_event (it must
- * see each event as it happens: use epprof_event_begin / _end). */
+ * the profiler is not running, or an EP profiler of it wants start_event /
+ * stop_event (it must see each event as it happens: use
+ * epprof_event_begin / _end). After an error the block is not open, but
+ * for INVALID_ARGUMENT on a block that is open already, which stays open. */
 EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, epprof_category category,
                                                   uint64_t first_correlation_id, size_t count,
                                                   const epprof_event_desc* descs, epprof_event_block* block);

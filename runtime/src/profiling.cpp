@@ -282,7 +282,6 @@ struct ProfilingObserver::Runs {
   static constexpr size_t kMaxEpochs = 16;  // the newest are kept
 
   std::atomic<bool> held{false};
-  uint64_t first_id = 0;
   std::vector<epprof_event_desc> collecting;  // by position; {0, 0}: not yet
   std::vector<std::unique_ptr<Epoch>> epochs;  // oldest first
 
@@ -423,7 +422,6 @@ void ProfilingObserver::hold_run(const RunInfo& info) {
       return;
     }
   }
-  r.first_id = first;
   held_run_.store(first << kFirstShift | in_block | n, std::memory_order_relaxed);
 }
 

@@ -474,7 +474,10 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
   const char* fn = "epprof_event_block_open";
   if (!block) return null_argument(fn, "block");
   if (!descs) return null_argument(fn, "descs");
-  abi::block_state(block).state = 0;  // not open until everything checks
+  core::BlockState& b = abi::block_state(block);
+  if (b.state == core::BlockState::kOpen)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": the block is open already; close it first");
+  b.state = 0;  // not open until everything checks
   if (count == 0 || count >= core::BlockState::kNone)
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": count " + std::to_string(count) +
                                                     " is not between 1 and 2^32 - 2");
@@ -487,7 +490,7 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
              std::to_string(first_correlation_id) + " are not a block of ids (use epprof_correlation_id_block)";
     });
   if (profiler.handle == 0) {
-    abi::block_state(block).state = core::BlockState::kDisabled;
+    b.state = core::BlockState::kDisabled;
     return nullptr;
   }
   core::Profiler* p = nullptr;
@@ -499,7 +502,7 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
     return make_status(EPPROF_FAILED_PRECONDITION,
                        std::string(fn) + ": an EP profiler of this profiler wants start_event / stop_event for "
                                          "each event; record them with epprof_event_begin / epprof_event_end");
-  return p->open_block(*s, abi::block_state(block), uint8_t(category), first_correlation_id, uint32_t(count), descs);
+  return p->open_block(*s, b, uint8_t(category), first_correlation_id, uint32_t(count), descs);
 }
 
 EPPROF_API __attribute__((hot)) epprof_status* epprof_event_block_begin(epprof_event_block* block, size_t index) {

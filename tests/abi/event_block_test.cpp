@@ -57,7 +57,7 @@ class EventBlock : public ::testing::Test {
 TEST_F(EventBlock, EventsAreRecordedByIndexWithTheirDescs) {
   const uint64_t run = epprof_correlation_id_next(), first = epprof_correlation_id_block(3);
   EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_SESSION, name_id("model_run"), run));
-  epprof_event_block block;
+  epprof_event_block block{};
   EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, 3, descs_.data(), &block));
   for (size_t i = 0; i < 3; ++i) {
     EPPROF_ASSERT_OK(epprof_event_block_begin(&block, i));
@@ -97,7 +97,7 @@ TEST_F(EventBlock, BlocksMixWithOtherEventsAcrossManyChunks) {
   for (int r = 0; r < kRuns; ++r) {
     const uint64_t run = epprof_correlation_id_next(), first = epprof_correlation_id_block(kNodes);
     EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_SESSION, name_id("run"), run));
-    epprof_event_block block;
+    epprof_event_block block{};
     EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, kNodes, descs_.data(), &block));
     for (int i = 0; i < kNodes; ++i) {
       EPPROF_ASSERT_OK(epprof_event_block_begin(&block, size_t(i)));
@@ -139,7 +139,7 @@ TEST_F(EventBlock, BlocksMixWithOtherEventsAcrossManyChunks) {
 
 TEST_F(EventBlock, EndWithArgsRecordsThoseArgsInstead) {
   const uint64_t first = epprof_correlation_id_block(3);
-  epprof_event_block block;
+  epprof_event_block block{};
   EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, 3, descs_.data(), &block));
   EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 0));
   epprof_arg bad{name_id("error"), 99, {}};
@@ -156,7 +156,7 @@ TEST_F(EventBlock, EndWithArgsRecordsThoseArgsInstead) {
 }
 
 TEST_F(EventBlock, OpenChecksEverythingAndNamesTheBadDesc) {
-  epprof_event_block block;
+  epprof_event_block block{};
   const uint64_t first = epprof_correlation_id_block(3);
   auto open = [&](epprof_category cat, uint64_t id, size_t n, const epprof_event_desc* d, epprof_event_block* b) {
     return take(epprof_event_block_open(p_, cat, id, n, d, b));
@@ -189,7 +189,7 @@ TEST_F(EventBlock, OpenChecksEverythingAndNamesTheBadDesc) {
 
 TEST_F(EventBlock, MisuseIsReportedAndChangesNothing) {
   const uint64_t first = epprof_correlation_id_block(3);
-  epprof_event_block block;
+  epprof_event_block block{};
   EXPECT_EQ(take(epprof_event_block_begin(nullptr, 0)).code, EPPROF_INVALID_ARGUMENT);
   EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, 3, descs_.data(), &block));
   EXPECT_EQ(take(epprof_event_block_end(&block, 0)).code, EPPROF_INVALID_ARGUMENT) << "not begun";
@@ -218,14 +218,18 @@ TEST_F(EventBlock, MisuseIsReportedAndChangesNothing) {
 }
 
 TEST_F(EventBlock, AnOpenBlockHoldsOffStopAndDestroy) {
-  epprof_event_block block;
+  epprof_event_block block{};
   EPPROF_ASSERT_OK(
       epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, epprof_correlation_id_block(3), 3, descs_.data(), &block));
   auto r = take(epprof_profiler_stop(p_, nullptr));
   EXPECT_EQ(r.code, EPPROF_FAILED_PRECONDITION);
   EXPECT_NE(r.message.find("1 event block is open"), std::string::npos) << r.message;
   EXPECT_EQ(take(epprof_profiler_destroy(p_)).code, EPPROF_FAILED_PRECONDITION);
-  EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 0));  // both left it usable
+  auto again = take(
+      epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, epprof_correlation_id_block(3), 3, descs_.data(), &block));
+  EXPECT_EQ(again.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(again.message.find("open already"), std::string::npos) << again.message;
+  EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 0));  // all three left it usable
   EPPROF_ASSERT_OK(epprof_event_block_end(&block, 0));
   EPPROF_ASSERT_OK(epprof_event_block_close(&block));
   epprof_trace_stats stats{};
@@ -235,7 +239,7 @@ TEST_F(EventBlock, AnOpenBlockHoldsOffStopAndDestroy) {
 }
 
 TEST_F(EventBlock, TheZeroHandleOpensADisabledBlock) {
-  epprof_event_block block;
+  epprof_event_block block{};
   EPPROF_ASSERT_OK(epprof_event_block_open(epprof_profiler_t{}, EPPROF_CATEGORY_NODE, epprof_correlation_id_block(3),
                                            3, descs_.data(), &block));
   EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 0));
@@ -255,7 +259,7 @@ TEST(EventBlockPlugins, AProfilerWhoseEpProfilerWantsEventsRefusesBlocks) {
   EPPROF_ASSERT_OK(epprof_profiler_add_plugin(p, plugin));
   EPPROF_ASSERT_OK(epprof_profiler_start(p));
   const epprof_event_desc desc{name_id("x_kernel_time"), 0};
-  epprof_event_block block;
+  epprof_event_block block{};
   auto r = take(epprof_event_block_open(p, EPPROF_CATEGORY_NODE, epprof_correlation_id_block(1), 1, &desc, &block));
   EXPECT_EQ(r.code, EPPROF_FAILED_PRECONDITION);
   EXPECT_NE(r.message.find("start_event"), std::string::npos) << r.message;
@@ -271,7 +275,7 @@ TEST(EventBlockState, AStoppedProfilerRefusesBlocks) {
   epprof_profiler_t p{};
   EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
   const epprof_event_desc desc{name_id("x_kernel_time"), 0};
-  epprof_event_block block;
+  epprof_event_block block{};
   EXPECT_EQ(take(epprof_event_block_open(p, EPPROF_CATEGORY_NODE, 1, 1, &desc, &block)).code,
             EPPROF_FAILED_PRECONDITION);
   EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
