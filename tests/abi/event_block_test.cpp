@@ -11,7 +11,6 @@ namespace {
 
 using epprof::testing::config_for;
 using epprof::testing::name_id;
-using epprof::testing::read_trace;
 using epprof::testing::take;
 using epprof::testing::TempDir;
 using epprof::testing::TraceEvent;
@@ -25,22 +24,15 @@ epprof_arg_set_id set_of(const char* op, int64_t index) {
   return id;
 }
 
-class EventBlock : public ::testing::Test {
+// A started profiler and three event descriptions, one without args.
+class EventBlock : public epprof::testing::ProfilerTest {
  protected:
   void SetUp() override {
-    path_ = dir_.file("trace.json");
-    auto c = config_for(path_);
-    EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p_));
+    ProfilerTest::SetUp();
     EPPROF_ASSERT_OK(epprof_profiler_start(p_));
     descs_ = {{name_id("a_kernel_time"), set_of("Conv", 0)},
               {name_id("b_kernel_time"), 0},
               {name_id("c_kernel_time"), set_of("Relu", 2)}};
-  }
-  void TearDown() override { epprof_status_release(epprof_profiler_destroy(p_)); }
-
-  std::vector<TraceEvent> stop_and_read(epprof_trace_stats* stats = nullptr) {
-    EXPECT_EQ(take(epprof_profiler_stop(p_, stats)).code, EPPROF_OK);
-    return read_trace(path_);
   }
   static const TraceEvent* find(const std::vector<TraceEvent>& events, const std::string& name) {
     for (const auto& e : events)
@@ -48,9 +40,6 @@ class EventBlock : public ::testing::Test {
     return nullptr;
   }
 
-  TempDir dir_;
-  std::string path_;
-  epprof_profiler_t p_{};
   std::vector<epprof_event_desc> descs_;
 };
 

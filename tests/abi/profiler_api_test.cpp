@@ -16,24 +16,7 @@ using epprof::testing::take;
 using epprof::testing::TempDir;
 using epprof::testing::TraceEvent;
 
-class ProfilerApi : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = dir_.file("trace.json");
-    auto c = config_for(path_);
-    EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p_));
-  }
-  void TearDown() override { epprof_status_release(epprof_profiler_destroy(p_)); }
-
-  std::vector<TraceEvent> stop_and_read(epprof_trace_stats* stats = nullptr) {
-    EXPECT_EQ(take(epprof_profiler_stop(p_, stats)).code, EPPROF_OK);
-    return read_trace(path_);
-  }
-
-  TempDir dir_;
-  std::string path_;
-  epprof_profiler_t p_{};
-};
+using ProfilerApi = epprof::testing::ProfilerTest;
 
 TEST_F(ProfilerApi, NestedEventsAreWrittenWithTheirArgs) {
   EPPROF_ASSERT_OK(epprof_profiler_start(p_));

@@ -55,6 +55,33 @@ Tensor rows(int64_t n) {
   return t;
 }
 
+ProfilingOptions options(const std::string& path, bool event_blocks) {
+  ProfilingOptions po;
+  po.trace_path = path;
+  po.event_blocks = event_blocks;
+  return po;
+}
+
+// A session of `model` with session-level profiling into `path`.
+struct ProfiledSession {
+  ProfiledSession(const std::string& path, const std::string& model, bool event_blocks = true)
+      : prof(options(path, event_blocks)), session(Session::from_bytes(model, observed_by(&prof))) {}
+  static SessionOptions observed_by(RunObserver* o) {
+    SessionOptions so;
+    so.observer = o;
+    return so;
+  }
+  // Writes the trace and reads it back, by start time.
+  std::vector<TraceEvent> finish() {
+    prof.finish();
+    auto events = epprof::testing::read_trace(prof.trace_path());
+    std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+    return events;
+  }
+  ProfilingObserver prof;
+  Session session;
+};
+
 struct Profiled {
   std::vector<TraceEvent> events;  // by start time
   uint64_t block_runs;
@@ -62,18 +89,10 @@ struct Profiled {
 
 Profiled profile(const std::string& path, const std::string& model, const std::vector<int64_t>& row_counts,
                  bool event_blocks) {
-  ProfilingOptions po;
-  po.trace_path = path;
-  po.event_blocks = event_blocks;
-  ProfilingObserver prof(po);
-  SessionOptions o;
-  o.observer = &prof;
-  Session s = Session::from_bytes(model, o);
-  for (int64_t n : row_counts) s.run({{"x", rows(n)}});
-  prof.finish();
-  auto events = epprof::testing::read_trace(path);
-  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
-  return {events, prof.runs_in_event_blocks()};
+  ProfiledSession p(path, model, event_blocks);
+  for (int64_t n : row_counts) p.session.run({{"x", rows(n)}});
+  const uint64_t block_runs = p.prof.runs_in_event_blocks();
+  return {p.finish(), block_runs};
 }
 
 // What a node event says, but for its correlation id (a new one each run).
@@ -122,20 +141,14 @@ TEST(ProfilingBlocks, TheTraceSaysTheSameWithAndWithoutThem) {
 
 TEST(ProfilingBlocks, AKernelThatThrowsInABlockIsRecordedWithItsError) {
   epprof::testing::TempDir dir;
-  const std::string path = dir.file("gather.json");
-  ProfilingOptions po;
-  po.trace_path = path;
-  ProfilingObserver prof(po);
-  SessionOptions o;
-  o.observer = &prof;
-  Session s = Session::from_bytes(gather_model(), o);
+  ProfiledSession p(dir.file("gather.json"), gather_model());
+  Session& s = p.session;
   s.run({{"i", Tensor::from_vector<int64_t>({2}, {0, 4})}});  // collects the epoch's descriptions
   s.run({{"i", Tensor::from_vector<int64_t>({2}, {1, 2})}});  // in the block
   EXPECT_THROW(s.run({{"i", Tensor::from_vector<int64_t>({2}, {1, 9})}}), Error);  // in the block, throws
   s.run({{"i", Tensor::from_vector<int64_t>({2}, {3, 3})}});  // the block is usable again
-  EXPECT_EQ(prof.runs_in_event_blocks(), 3u);
-  prof.finish();
-  const auto events = epprof::testing::read_trace(path);
+  EXPECT_EQ(p.prof.runs_in_event_blocks(), 3u);
+  const auto events = p.finish();
   int ok = 0, failed = 0;
   for (const auto& e : events) {
     if (e.name != "gather_kernel_time") continue;
@@ -156,23 +169,16 @@ TEST(ProfilingBlocks, AKernelThatThrowsInABlockIsRecordedWithItsError) {
 // block, the others take the general path, and every event is kept.
 TEST(ProfilingBlocks, ParallelCallersShareOneObserver) {
   epprof::testing::TempDir dir;
-  const std::string path = dir.file("threads.json");
-  ProfilingOptions po;
-  po.trace_path = path;
-  ProfilingObserver prof(po);
-  SessionOptions o;
-  o.observer = &prof;
-  Session s = Session::from_bytes(chain_model(), o);
+  ProfiledSession p(dir.file("threads.json"), chain_model());
   constexpr int kRuns = 40;
   auto caller = [&] {
-    for (int i = 0; i < kRuns; ++i) s.run({{"x", rows(2)}});
+    for (int i = 0; i < kRuns; ++i) p.session.run({{"x", rows(2)}});
   };
   std::thread t1(caller), t2(caller);
   t1.join();
   t2.join();
-  EXPECT_GE(prof.runs_in_event_blocks(), 1u);
-  prof.finish();
-  const auto events = epprof::testing::read_trace(path);
+  EXPECT_GE(p.prof.runs_in_event_blocks(), 1u);
+  const auto events = p.finish();
   std::map<int64_t, int> nodes_by_thread, runs_by_thread;
   for (const auto& e : events) {
     if (e.cat == "Node") ++nodes_by_thread[e.tid];

@@ -96,4 +96,26 @@ struct TraceEvent {
 // JSON array of objects that each have cat, name, pid, tid, ts, ph.
 std::vector<TraceEvent> read_trace(const std::string& path);
 
+// A fixture with a created (not started) profiler writing to a temporary
+// trace file, destroyed after the test.
+class ProfilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.json");
+    auto c = config_for(path_);
+    EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p_));
+  }
+  void TearDown() override { epprof_status_release(epprof_profiler_destroy(p_)); }
+
+  // Stops the profiler (expecting success) and reads its trace.
+  std::vector<TraceEvent> stop_and_read(epprof_trace_stats* stats = nullptr) {
+    EXPECT_EQ(take(epprof_profiler_stop(p_, stats)).code, EPPROF_OK);
+    return read_trace(path_);
+  }
+
+  TempDir dir_;
+  std::string path_;
+  epprof_profiler_t p_{};
+};
+
 }  // namespace epprof::testing
