@@ -203,7 +203,7 @@ class Profiler {
   // an event's slow path. The fast path reads a copy in the profiler's slot
   // (abi/profiler_api.cpp), so events touch no line of this object.
   std::atomic<State> state_{State::kCreated};
-  std::atomic<uint32_t> open_blocks_{0};  // stop and destroy wait for none
+  std::atomic<uint32_t> open_blocks_{0};  // stop and destroy refuse while any is open
   bool eps_want_events_ = false;
   bool eps_want_stop_ = false;
 
