@@ -188,8 +188,9 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler);
  * failure never leaves a partial trace). Every event must have ended and no
  * thread may be recording into this profiler. `stats` may be NULL. Returns
  * NOT_FOUND, FAILED_PRECONDITION if not running or while an event block is
- * open (nothing changes then), IO_ERROR if the trace cannot be written. Plugin errors do not fail the stop: they are logged
- * once per slot kind and recorded in the trace. */
+ * open (nothing changes then), IO_ERROR if the trace cannot be written.
+ * Plugin errors do not fail the stop: they are logged once per slot kind
+ * and recorded in the trace. */
 EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                epprof_trace_stats* stats);
 

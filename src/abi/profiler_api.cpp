@@ -122,6 +122,15 @@ Profiler* find(epprof_profiler_t p) {
   }
 }
 
+// The calling thread's stream in the profiler behind `handle`, with the
+// profiler and its hot flags: fast_stream's, else slow_stream's. nullptr
+// with *err set when there is none.
+[[gnu::always_inline]] inline core::ThreadStream* stream_for(uint64_t handle, Profiler** prof, uint32_t* hot,
+                                                            epprof_status** err, const char* fn) noexcept {
+  core::ThreadStream* s = fast_stream(handle, prof, hot);
+  return __builtin_expect(s != nullptr, 1) ? s : slow_stream(handle, prof, hot, err, fn);
+}
+
 bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_COUNT_; }
 
 [[gnu::cold]] epprof_status* open_blocks_status(const char* fn, uint32_t open) noexcept {
@@ -169,10 +178,9 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
     return check_event_ids("epprof_event_begin", category, name, correlation_id);
   Profiler* p = nullptr;
   uint32_t hot = 0;
-  core::ThreadStream* s = fast_stream(handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_begin")))
-    return err;
+  core::ThreadStream* s = stream_for(handle, &p, &hot, &err, "epprof_event_begin");
+  if (!s) return err;
   return p->begin(*s, uint8_t(category), name, correlation_id, hot);
 }
 
@@ -180,10 +188,9 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
                                            const epprof_arg* args, size_t num_args) noexcept {
   Profiler* p = nullptr;
   uint32_t hot = 0;
-  core::ThreadStream* s = fast_stream(handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (__builtin_expect(!s, 0) && !(s = slow_stream(handle, &p, &hot, &err, "epprof_event_end")))
-    return err;
+  core::ThreadStream* s = stream_for(handle, &p, &hot, &err, "epprof_event_end");
+  if (!s) return err;
   return p->end(*s, correlation_id, args, num_args, hot);
 }
 
@@ -428,9 +435,9 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
     });
   core::Profiler* p = nullptr;
   uint32_t hot = 0;
-  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &hot, &err, fn))) return err;
+  core::ThreadStream* s = abi::stream_for(profiler.handle, &p, &hot, &err, fn);
+  if (!s) return err;
   return p->record(*s, uint8_t(category), name, correlation_id, start_ns, dur_ns, args, num_args);
 }
 
@@ -495,9 +502,9 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
   }
   core::Profiler* p = nullptr;
   uint32_t hot = 0;
-  core::ThreadStream* s = abi::fast_stream(profiler.handle, &p, &hot);
   epprof_status* err = nullptr;
-  if (!s && !(s = abi::slow_stream(profiler.handle, &p, &hot, &err, fn))) return err;
+  core::ThreadStream* s = abi::stream_for(profiler.handle, &p, &hot, &err, fn);
+  if (!s) return err;
   if (hot & (core::kHotStartEvents | core::kHotStopEvents))
     return make_status(EPPROF_FAILED_PRECONDITION,
                        std::string(fn) + ": an EP profiler of this profiler wants start_event / stop_event for "
