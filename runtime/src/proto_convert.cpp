@@ -47,6 +47,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, Er
       case DataType::Float: have = static_cast<size_t>(p.float_data_size()); field = "float_data"; break;
       case DataType::Double: have = static_cast<size_t>(p.double_data_size()); field = "double_data"; break;
       case DataType::Int64: have = static_cast<size_t>(p.int64_data_size()); field = "int64_data"; break;
+      case DataType::Uint32:
+      case DataType::Uint64: have = static_cast<size_t>(p.uint64_data_size()); field = "uint64_data"; break;
       default: have = static_cast<size_t>(p.int32_data_size()); field = "int32_data"; break;
     }
     if (have != n) throw mismatch(have, field);
@@ -80,6 +82,20 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, Er
       } else {
         copy_field<int8_t>(p.int32_data(), t);
       }
+      break;
+    case DataType::Uint16:
+    case DataType::Float16:
+    case DataType::BFloat16:  // 16-bit types keep their bit pattern in int32_data
+      copy_field<uint16_t>(p.int32_data(), t);
+      break;
+    case DataType::Int16:
+      copy_field<int16_t>(p.int32_data(), t);
+      break;
+    case DataType::Uint32:
+      copy_field<uint32_t>(p.uint64_data(), t);
+      break;
+    case DataType::Uint64:
+      copy_field<uint64_t>(p.uint64_data(), t);
       break;
     case DataType::Undefined:
       break;

@@ -1,5 +1,6 @@
 #include "epprof/rt/tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -17,6 +18,12 @@ size_t element_size(DataType type) {
     case DataType::Int64: return 8;
     case DataType::Bool: return 1;
     case DataType::Double: return 8;
+    case DataType::Uint16: return 2;
+    case DataType::Int16: return 2;
+    case DataType::Uint32: return 4;
+    case DataType::Uint64: return 8;
+    case DataType::Float16: return 2;
+    case DataType::BFloat16: return 2;
     case DataType::Undefined: break;
   }
   throw Error(ErrorKind::Kernel, "unsupported tensor element type " + std::to_string(static_cast<int>(type)));
@@ -31,6 +38,12 @@ const char* type_name(DataType type) {
     case DataType::Int64: return "int64";
     case DataType::Bool: return "bool";
     case DataType::Double: return "double";
+    case DataType::Uint16: return "uint16";
+    case DataType::Int16: return "int16";
+    case DataType::Uint32: return "uint32";
+    case DataType::Uint64: return "uint64";
+    case DataType::Float16: return "float16";
+    case DataType::BFloat16: return "bfloat16";
     case DataType::Undefined: break;
   }
   return "undefined";
@@ -39,9 +52,66 @@ const char* type_name(DataType type) {
 bool is_supported_type(int t) {
   switch (static_cast<DataType>(t)) {
     case DataType::Float: case DataType::Uint8: case DataType::Int8: case DataType::Int32:
-    case DataType::Int64: case DataType::Bool: case DataType::Double: return true;
+    case DataType::Int64: case DataType::Bool: case DataType::Double: case DataType::Uint16:
+    case DataType::Int16: case DataType::Uint32: case DataType::Uint64: case DataType::Float16:
+    case DataType::BFloat16: return true;
     default: return false;
   }
+}
+
+Float16 Float16::from_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  Float16 h;
+  if (abs >= 0x7f800000u) {  // inf or NaN
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  } else if (abs >= 0x477ff000u) {  // rounds to a value beyond the largest half
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u);
+  } else if (abs < 0x38800000u) {  // a subnormal half or zero: let the FPU round
+    float a;
+    std::memcpy(&a, &abs, 4);
+    h.bits = static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  } else {
+    const uint32_t mant_odd = (abs >> 13) & 1u;
+    const uint32_t r = abs + 0xc8000fffu + mant_odd;  // rebias the exponent, round to nearest even
+    h.bits = static_cast<uint16_t>(sign | (r >> 13));
+  }
+  return h;
+}
+
+float Float16::to_float() const {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exp = (bits >> 10) & 0x1fu;
+  const uint32_t mant = bits & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -f : f;
+  }
+  const uint32_t x = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112u) << 23) | (mant << 13));
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+BFloat16 BFloat16::from_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  BFloat16 b;
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    b.bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // a quiet NaN
+  } else {
+    b.bits = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  }
+  return b;
+}
+
+float BFloat16::to_float() const {
+  const uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
 }
 
 int64_t shape_size(const Shape& shape) {

@@ -45,6 +45,22 @@ void register_conv(std::vector<KernelDef>& table);
 void register_pool(std::vector<KernelDef>& table);
 void register_shape(std::vector<KernelDef>& table);
 void register_reduce(std::vector<KernelDef>& table);
+void register_unary(std::vector<KernelDef>& table);          // unary math and activations
+void register_logical(std::vector<KernelDef>& table);        // comparisons, logic, Where, bit ops
+void register_indexing(std::vector<KernelDef>& table);       // gather/scatter, slicing, TopK, ArgMax...
+void register_tensor_ops(std::vector<KernelDef>& table);     // Pad, Tile, Expand, Range, Split, ...
+void register_reductions(std::vector<KernelDef>& table);     // the Reduce* family
+void register_normalization(std::vector<KernelDef>& table);  // InstanceNorm, LRN, MVN, softmax family
+void register_loss(std::vector<KernelDef>& table);           // NLL and softmax cross-entropy losses
+void register_einsum(std::vector<KernelDef>& table);
+void register_conv_transpose(std::vector<KernelDef>& table);
+void register_resize(std::vector<KernelDef>& table);         // Resize, Upsample
+void register_quantized(std::vector<KernelDef>& table);      // (De)QuantizeLinear, QLinear*, *Integer
+void register_sampling(std::vector<KernelDef>& table);       // GridSample, RoiAlign, NMS, MaxUnpool
+void register_rnn(std::vector<KernelDef>& table);            // RNN, GRU, LSTM
+void register_signal(std::vector<KernelDef>& table);         // DFT, STFT, windows, mel matrix
+void register_control_flow(std::vector<KernelDef>& table);   // If, Loop, Scan
+void register_sequence(std::vector<KernelDef>& table);       // Sequence* and Optional*
 
 const std::vector<KernelDef>& cpu_kernel_table();
 
@@ -65,18 +81,34 @@ void dispatch_numeric(DataType type, F&& f) {
   }
 }
 
-// Dispatch over every storable type (for data movement ops).
+// Dispatch among every real-number type: the float types and all integers
+// (not bool, not the 16-bit float types).
 template <typename F>
-void dispatch_any(DataType type, F&& f) {
+void dispatch_arith(DataType type, F&& f) {
   switch (type) {
     case DataType::Float: f(float{}); break;
     case DataType::Double: f(double{}); break;
     case DataType::Int64: f(int64_t{}); break;
     case DataType::Int32: f(int32_t{}); break;
-    case DataType::Uint8: f(uint8_t{}); break;
+    case DataType::Int16: f(int16_t{}); break;
     case DataType::Int8: f(int8_t{}); break;
-    case DataType::Bool: f(bool{}); break;
+    case DataType::Uint64: f(uint64_t{}); break;
+    case DataType::Uint32: f(uint32_t{}); break;
+    case DataType::Uint16: f(uint16_t{}); break;
+    case DataType::Uint8: f(uint8_t{}); break;
     default: fail(std::string("unsupported element type ") + type_name(type));
+  }
+}
+
+// Dispatch over every storable type (for data movement ops). Float16 and
+// BFloat16 arrive as their bit-pattern structs.
+template <typename F>
+void dispatch_any(DataType type, F&& f) {
+  switch (type) {
+    case DataType::Bool: f(bool{}); break;
+    case DataType::Float16: f(Float16{}); break;
+    case DataType::BFloat16: f(BFloat16{}); break;
+    default: dispatch_arith(type, std::forward<F>(f)); break;
   }
 }
 

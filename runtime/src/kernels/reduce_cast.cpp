@@ -54,9 +54,16 @@ std::unique_ptr<Kernel> make_reduce_mean(const Node& node) {
   });
 }
 
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
 template <typename To, typename From>
 To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_half_v<From>) {
+    return convert<To>(v.to_float());
+  } else if constexpr (is_half_v<To>) {
+    return To::from_float(convert<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // Out-of-range float→int is undefined in C++; saturate and map NaN to 0.

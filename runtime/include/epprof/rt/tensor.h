@@ -14,10 +14,30 @@ enum class DataType : int {
   Float = 1,
   Uint8 = 2,
   Int8 = 3,
+  Uint16 = 4,
+  Int16 = 5,
   Int32 = 6,
   Int64 = 7,
   Bool = 9,
+  Float16 = 10,
   Double = 11,
+  Uint32 = 12,
+  Uint64 = 13,
+  BFloat16 = 16,
+};
+
+// IEEE 754 half and bfloat16, stored as their bit patterns. Kernels compute
+// in float: convert with to_float() and the from_float() constructors
+// (round to nearest even, NaN kept a NaN).
+struct Float16 {
+  uint16_t bits = 0;
+  static Float16 from_float(float f);
+  float to_float() const;
+};
+struct BFloat16 {
+  uint16_t bits = 0;
+  static BFloat16 from_float(float f);
+  float to_float() const;
 };
 
 size_t element_size(DataType type);          // throws Error for unsupported types
@@ -36,6 +56,12 @@ template <> constexpr DataType data_type_of<int32_t>() { return DataType::Int32;
 template <> constexpr DataType data_type_of<uint8_t>() { return DataType::Uint8; }
 template <> constexpr DataType data_type_of<int8_t>() { return DataType::Int8; }
 template <> constexpr DataType data_type_of<bool>() { return DataType::Bool; }
+template <> constexpr DataType data_type_of<uint16_t>() { return DataType::Uint16; }
+template <> constexpr DataType data_type_of<int16_t>() { return DataType::Int16; }
+template <> constexpr DataType data_type_of<uint32_t>() { return DataType::Uint32; }
+template <> constexpr DataType data_type_of<uint64_t>() { return DataType::Uint64; }
+template <> constexpr DataType data_type_of<Float16>() { return DataType::Float16; }
+template <> constexpr DataType data_type_of<BFloat16>() { return DataType::BFloat16; }
 
 // Copying a Tensor is shallow (the buffer is shared); kernels never write to
 // their inputs, so sharing is safe. Use clone() for a deep copy.
