@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <tuple>
 #include <thread>
 
 #include "epprof/profiler.h"
@@ -44,18 +45,51 @@ class PhaseScope {
   SessionPhaseInfo info_;
 };
 
+// What a model needs that no execution provider offers, grouped by (domain,
+// op, opset): the whole gap in one error, not one op per failed attempt.
+class UnclaimedOps {
+ public:
+  void add(const Node& node) {
+    Entry& e = entries_[{node.domain, node.op_type, node.opset}];
+    if (e.count++ == 0) e.first_node = node.name;
+  }
+  bool empty() const { return entries_.empty(); }
+
+  std::string describe(const std::vector<std::string>& provider_names) const {
+    std::string tried;
+    for (const auto& n : provider_names) tried += (tried.empty() ? "" : ", ") + n;
+    std::string msg = std::to_string(entries_.size()) + (entries_.size() == 1 ? " op" : " ops") +
+                      " of the model have no kernel in any execution provider (tried: " + tried + "):";
+    for (const auto& [key, e] : entries_) {
+      const auto& [domain, op, opset] = key;
+      msg += "\n  " + (domain.empty() ? op : domain + "." + op) + " (";
+      msg += domain.empty() ? "opset " : "custom domain '" + domain + "', version ";
+      msg += std::to_string(opset) + "): " + std::to_string(e.count) + (e.count == 1 ? " node" : " nodes") +
+             ", first '" + e.first_node + "'";
+    }
+    return msg;
+  }
+
+ private:
+  struct Entry {
+    size_t count = 0;
+    std::string first_node;
+  };
+  std::map<std::tuple<std::string, std::string, int>, Entry> entries_;
+};
+
 void assign_and_create_kernels(Session::Impl& s) {
+  UnclaimedOps unclaimed;
   for (const Node& node : s.model.nodes) {
     size_t chosen = s.providers.size();
     for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
       if (s.providers[p]->claims(node)) chosen = p;
-    if (chosen == s.providers.size()) {
-      std::string tried;
-      for (const auto& n : s.provider_names) tried += (tried.empty() ? "" : ", ") + n;
-      throw Error(ErrorKind::UnsupportedOp, "no execution provider claims op '" + node.op_type + "' of node '" +
-                                                node.name + "' (domain '" + node.domain + "', opset " +
-                                                std::to_string(node.opset) + "); providers tried: " + tried);
-    }
+    if (chosen == s.providers.size()) unclaimed.add(node);
+    s.node_provider.push_back(chosen);
+  }
+  if (!unclaimed.empty()) throw Error(ErrorKind::UnsupportedOp, unclaimed.describe(s.provider_names));
+  for (const Node& node : s.model.nodes) {
+    const size_t chosen = s.node_provider[node.index];
     try {
       s.kernels.push_back(s.providers[chosen]->create_kernel(node));
     } catch (const Error& e) {
@@ -65,7 +99,6 @@ void assign_and_create_kernels(Session::Impl& s) {
       throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.what());
     }
     if (!s.kernels.back()) throw Error(ErrorKind::UnsupportedOp, s.provider_names[chosen] + " created no kernel for " + node.describe());
-    s.node_provider.push_back(chosen);
   }
 }
 

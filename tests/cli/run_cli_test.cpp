@@ -432,9 +432,15 @@ std::vector<BadModel> bad_models() {
   {
     auto m = rtt::make_model();
     rtt::add_io(m, true, "x", {2});
-    rtt::add_node(m, "Hardmax", "hm_node", {"x"}, {"y"});
+    auto* ms = m.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+    rtt::add_node(m, "NoSuchOp", "gap_node", {"x"}, {"a"});
+    rtt::add_node(m, "FusedGelu", "contrib_node", {"a"}, {"y"})->set_domain("com.microsoft");
     rtt::add_io(m, false, "y", {2});
-    out.push_back({"unsupported_op", rtt::bytes(m), {"Hardmax", "hm_node"}});
+    out.push_back({"unsupported_ops", rtt::bytes(m),
+                   {"2 ops", "NoSuchOp (opset 17): 1 node, first 'gap_node'",
+                    "com.microsoft.FusedGelu (custom domain 'com.microsoft', version 1)"}});
   }
   {
     auto m = rtt::relu_model();

@@ -98,9 +98,32 @@ TEST(Loader, DanglingGraphOutput) {
 TEST(Loader, UnsupportedOp) {
   onnx::ModelProto m = make_model();
   add_io(m, true, "x", {2});
-  add_node(m, "Hardmax", "hm_node", {"x"}, {"y"});
+  add_node(m, "NoSuchOp", "mystery", {"x"}, {"y"});
   add_io(m, false, "y", {2});
-  expect_mentions(load_error(bytes(m)), ErrorKind::UnsupportedOp, {"Hardmax", "hm_node", "CPUExecutionProvider"});
+  expect_mentions(load_error(bytes(m)), ErrorKind::UnsupportedOp,
+                  {"1 op of the model", "NoSuchOp (opset 17): 1 node, first 'mystery'", "CPUExecutionProvider"});
+}
+
+// Every unsupported (domain, op, opset) at once, with its node count and first
+// node, custom domains named as such: a user sees the whole gap in one try.
+TEST(Loader, EveryUnsupportedOpIsListedAtOnce) {
+  onnx::ModelProto m = make_model();
+  auto* ms = m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  add_io(m, true, "x", {2});
+  add_node(m, "NoSuchOp", "first_gap", {"x"}, {"a"});
+  add_node(m, "Relu", "fine", {"a"}, {"b"});
+  add_node(m, "FusedThing", "contrib", {"b"}, {"c"})->set_domain("com.microsoft");
+  add_node(m, "NoSuchOp", "second_gap", {"c"}, {"d"});
+  add_node(m, "OtherMissingOp", "third_gap", {"d"}, {"y"});
+  add_io(m, false, "y", {2});
+  const Error e = load_error(bytes(m));
+  expect_mentions(e, ErrorKind::UnsupportedOp,
+                  {"3 ops of the model", "NoSuchOp (opset 17): 2 nodes, first 'first_gap'",
+                   "OtherMissingOp (opset 17): 1 node, first 'third_gap'",
+                   "com.microsoft.FusedThing (custom domain 'com.microsoft', version 1): 1 node, first 'contrib'"});
+  EXPECT_EQ(std::string(e.what()).find("fine"), std::string::npos) << e.what();
 }
 
 TEST(Loader, OpsetNewerThanSupported) {
