@@ -189,7 +189,9 @@ void run_recurrent(const Config& c, KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   const Tensor& r = ctx.input(2);
   if (r.rank() != 3) fail(c.op + " input R must be 3-D [num_directions, gates*hidden_size, hidden_size], got " + r.description());
-  const int64_t H = c.hidden > 0 ? c.hidden : r.dim(2), GH = G * H;
+  const int64_t H = c.hidden > 0 ? c.hidden : r.dim(2);
+  if (H > std::numeric_limits<int32_t>::max()) fail(c.op + " input R " + r.description() + " is too large");
+  const int64_t GH = G * H;
   expect_shape<T>(c, w, {D, GH, in}, "W");
   expect_shape<T>(c, r, {D, GH, H}, "R");
   // Scratch below holds seq*batch*G*H values; refuse absurd shapes (e.g. input_size 0 with huge dims).
@@ -379,8 +381,8 @@ std::unique_ptr<Kernel> make_recurrent(const Node& node, Cell cell) {
   c.op = node.op_type;
   c.gates = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
   const int64_t hidden = node.attr_int("hidden_size", 0);
-  if (node.has_attr("hidden_size") && hidden <= 0)
-    fail(node.describe() + ": attribute 'hidden_size' must be positive, got " + std::to_string(hidden));
+  if (node.has_attr("hidden_size") && (hidden <= 0 || hidden > std::numeric_limits<int32_t>::max()))
+    fail(node.describe() + ": attribute 'hidden_size' must be in [1, 2^31), got " + std::to_string(hidden));
   c.hidden = hidden;
   const std::string direction = node.attr_string("direction", "forward");
   if (direction == "bidirectional") c.num_dirs = 2;
