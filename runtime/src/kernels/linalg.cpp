@@ -65,6 +65,8 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
   const float beta = node.attr_float("beta", 1.0f);
   const bool trans_a = node.attr_int("transA", 0) != 0;
   const bool trans_b = node.attr_int("transB", 0) != 0;
+  // Before opset 7, C broadcasts only when the `broadcast` attribute says so.
+  const bool exact_c = node.opset < 7 && node.attr_int("broadcast", 0) == 0;
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -81,7 +83,9 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
     if (c && beta != 0.0f) {
       require_float(*c, "Gemm input C");
       const Shape so{m, n};
-      if (broadcast_shapes(c->shape(), so) != so) fail("Gemm input C " + c->description() + " does not broadcast to [M,N]");
+      if (exact_c ? c->shape() != so : broadcast_shapes(c->shape(), so) != so)
+        fail("Gemm input C " + c->description() + (exact_c ? " is not" : " does not broadcast to") + " [M,N] = " +
+             shape_to_string(so));
       const float zero = 0.0f;
       broadcast_binary(c->data<float>(), c->shape(), &zero, Shape{}, y, so, [beta](float cv, float) { return beta * cv; });
       gemm_beta = 1.0f;
@@ -102,7 +106,7 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
 
 void register_linalg(std::vector<KernelDef>& t) {
   t.push_back({"MatMul", 1, 17, make_matmul});
-  t.push_back({"Gemm", 7, 17, make_gemm});
+  t.push_back({"Gemm", 1, 17, make_gemm});
 }
 
 }  // namespace epprof::rt::kernels
