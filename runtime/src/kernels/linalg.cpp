@@ -5,6 +5,7 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
@@ -27,34 +28,12 @@ void matmul(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   require_float(a, "MatMul input A");
   require_float(b, "MatMul input B");
-  if (a.rank() == 0 || b.rank() == 0) fail("MatMul inputs must have rank >= 1");
-  Shape sa = a.shape(), sb = b.shape();
-  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
-  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  if (sb[sb.size() - 2] != k)
-    fail("MatMul inner dimensions differ: " + a.description() + " x " + b.description());
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  const Shape batch = broadcast_shapes(batch_a, batch_b);
-  Shape out_shape = batch;
-  if (!a_vec) out_shape.push_back(m);
-  if (!b_vec) out_shape.push_back(n);
-  Tensor out(DataType::Float, out_shape);
-  const int64_t nb = shape_size(batch);
-  const auto stra = broadcast_strides(batch_a, batch), strb = broadcast_strides(batch_b, batch);
-  std::vector<int64_t> idx(batch.size(), 0);
-  for (int64_t bi = 0; bi < nb; ++bi) {
-    int64_t oa = 0, ob = 0, rem = bi;
-    for (size_t d = batch.size(); d-- > 0;) {
-      const int64_t i = rem % batch[d];
-      rem /= batch[d];
-      oa += i * stra[d];
-      ob += i * strb[d];
-    }
-    sgemm_nn(m, n, k, a.data<float>() + oa * m * k, b.data<float>() + ob * k * n,
-             out.mutable_data<float>() + bi * m * n);
-  }
+  const MatMulShape ms = resolve_matmul(a.shape(), b.shape(), "MatMul");
+  Tensor out(DataType::Float, ms.out_shape);
+  const int64_t mk = ms.m * ms.k, kn = ms.k * ms.n, mn = ms.m * ms.n;
+  for (size_t bi = 0; bi < ms.a_index.size(); ++bi)
+    sgemm_nn(ms.m, ms.n, ms.k, a.data<float>() + ms.a_index[bi] * mk, b.data<float>() + ms.b_index[bi] * kn,
+             out.mutable_data<float>() + static_cast<int64_t>(bi) * mn);
   ctx.outputs[0] = std::move(out);
 }
 
