@@ -87,7 +87,8 @@ float reflect(float x, float lo, float hi) {
   const float flips = std::floor(dx / range);
   const float r = dx - flips * range;
   const bool even = std::fmod(flips, 2.0f) == 0.0f;
-  return x < lo ? (even ? lo + r : hi - r) : (even ? hi - r : lo + r);
+  const float v = x < lo ? (even ? lo + r : hi - r) : (even ? hi - r : lo + r);
+  return std::clamp(v, lo, hi);  // rounding far from the image may land just outside
 }
 
 struct GridSampler {
@@ -255,8 +256,8 @@ Bilinear roi_sample(float y, float x, int64_t H, int64_t W) {
 int64_t bin_grid(int64_t sampling_ratio, float extent, int64_t bins) {
   if (sampling_ratio > 0) return sampling_ratio;
   const double g = std::ceil(static_cast<double>(extent) / static_cast<double>(bins));
-  if (!(g >= 0.0 && g <= 1e6)) fail("RoiAlign region of extent " + std::to_string(extent) + " is out of range");
-  return static_cast<int64_t>(g);
+  if (!(g <= 1048576.0)) fail("RoiAlign region of extent " + std::to_string(extent) + " is out of range");
+  return g > 0.0 ? static_cast<int64_t>(g) : 0;  // an inverted region has no samples
 }
 
 std::unique_ptr<Kernel> make_roi_align(const Node& node) {
@@ -274,8 +275,10 @@ std::unique_ptr<Kernel> make_roi_align(const Node& node) {
   a.out_w = node.attr_int("output_width", 1);
   a.sampling_ratio = node.attr_int("sampling_ratio", 0);
   a.spatial_scale = node.attr_float("spatial_scale", 1.0f);
-  if (a.out_h <= 0 || a.out_w <= 0 || a.sampling_ratio < 0)
-    fail(node.describe() + ": output_height and output_width must be positive, sampling_ratio non-negative");
+  constexpr int64_t kMaxDim = int64_t{1} << 20;  // keeps the bin and sample counts' products in range
+  if (a.out_h <= 0 || a.out_w <= 0 || a.out_h > kMaxDim || a.out_w > kMaxDim || a.sampling_ratio < 0 ||
+      a.sampling_ratio > kMaxDim)
+    fail(node.describe() + ": output_height and output_width must be in [1, 2^20], sampling_ratio in [0, 2^20]");
   return make_kernel([a](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& rois = ctx.input(1);
@@ -304,6 +307,9 @@ std::unique_ptr<Kernel> make_roi_align(const Node& node) {
       }
       const float bin_h = rh / static_cast<float>(a.out_h), bin_w = rw / static_cast<float>(a.out_w);
       const int64_t gh = bin_grid(a.sampling_ratio, rh, a.out_h), gw = bin_grid(a.sampling_ratio, rw, a.out_w);
+      if (gh * gw > (int64_t{1} << 26) / (a.out_h * a.out_w))
+        fail("RoiAlign region " + std::to_string(r) + " needs too many samples (" + std::to_string(gh) + " x " +
+             std::to_string(gw) + " per bin)");
       const float count = static_cast<float>(std::max<int64_t>(gh * gw, 1));
       // The sample positions are the same for every channel.
       samples.clear();
@@ -401,7 +407,7 @@ std::unique_ptr<Kernel> make_non_max_suppression(const Node& node) {
         const float* sc = scores.data<float>() + (b * C + c) * N;
         order.clear();
         for (int64_t i = 0; i < N; ++i)
-          if (!score_t || sc[i] > score_t->data<float>()[0]) order.push_back(i);
+          if (!std::isnan(sc[i]) && (!score_t || sc[i] > score_t->data<float>()[0])) order.push_back(i);
         // highest score first; equal scores keep the lower box index first
         std::stable_sort(order.begin(), order.end(), [sc](int64_t l, int64_t r) { return sc[l] > sc[r]; });
         kept.clear();
