@@ -230,3 +230,14 @@ TEST(OpsConvFamily, GemmOpset6NeedsBroadcastAttribute) {
   set_int(g.node, "broadcast", 1);
   EXPECT_EQ(g.run(feeds).to_vector<float>(), (std::vector<float>{11, 22}));
 }
+
+// LpPool (p = 2) over [pad, 3] and [3, 4]: padding adds nothing to the sum.
+TEST(OpsConvFamily, LpPoolIgnoresPadding) {
+  OneNode g("LpPool", {{"x", {1, 1, 2}}}, {kFloat}, {1, 1, 2});
+  set_ints(g.node, "kernel_shape", {2});
+  set_ints(g.node, "pads", {1, 0});
+  const Tensor y = g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {3, 4})}});
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5}));
+  set_int(g.node, "p", 0);
+  expect_error([&] { Session::from_bytes(bytes(g.m)); }, "p must be positive");
+}

@@ -86,45 +86,69 @@ std::unique_ptr<Kernel> make_max_pool(const Node& node) {
   });
 }
 
-std::unique_ptr<Kernel> make_average_pool(const Node& node) {
+// AveragePool (p == 0) and LpPool (p > 0): a sum over the window's real
+// elements (padding adds nothing), then the mean or the p-th root.
+template <typename T>
+void window_sum_pool(const Tensor& x, const Window& w, bool include_pad, int64_t p, Tensor& out) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  int64_t start[3], end[3], lo[3], hi[3];
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x.data<T>() + pl * w.in_size();
+    T* yp = out.mutable_data<T>() + pl * w.out_size();
+    for (int64_t od = 0; od < w.out[0]; ++od)
+      for (int64_t oh = 0; oh < w.out[1]; ++oh)
+        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+          const int64_t o3[3] = {od, oh, ow};
+          int64_t count = 1;
+          for (int i = 0; i < 3; ++i) {
+            start[i] = o3[i] * w.s[i] - w.pb[i];
+            end[i] = std::min(start[i] + w.k[i], w.in[i] + w.pe[i]);  // clipped to the padded input
+            lo[i] = std::max<int64_t>(start[i], 0);
+            hi[i] = std::min(end[i], w.in[i]);
+            count *= include_pad ? end[i] - start[i] : std::max<int64_t>(hi[i] - lo[i], 0);
+          }
+          T sum = 0;
+          for (int64_t id = lo[0]; id < hi[0]; ++id)
+            for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
+              for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+                const T v = xp[(id * w.in[1] + ih) * w.in[2] + iw];
+                sum += p == 0 ? v : p == 1 ? std::fabs(v) : p == 2 ? v * v : std::pow(std::fabs(v), static_cast<T>(p));
+              }
+          T& y = yp[(od * w.out[1] + oh) * w.out[2] + ow];
+          if (p == 0)
+            y = count > 0 ? sum / static_cast<T>(count) : T{0};
+          else
+            y = p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, T{1} / static_cast<T>(p));
+        }
+  }
+}
+
+std::unique_ptr<Kernel> make_window_sum_pool(const Node& node, bool lp) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
   if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
   if (!attrs.dilations.empty())
     for (int64_t d : attrs.dilations)
-      if (d != 1) fail(node.describe() + ": dilations are not supported for AveragePool");
-  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  return make_kernel([attrs, include_pad](KernelContext& ctx) {
+      if (d != 1) fail(node.describe() + ": dilations are not supported for " + node.op_type + " before opset 18");
+  const bool include_pad = !lp && node.attr_int("count_include_pad", 0) != 0;
+  const int64_t p = lp ? node.attr_int("p", 2) : 0;
+  if (lp && p <= 0) fail(node.describe() + ": p must be positive, got " + std::to_string(p));
+  const std::string op = node.op_type;
+  return make_kernel([attrs, include_pad, p, op](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    require_float(x, "AveragePool input");
     const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
-    Tensor out(DataType::Float, pooled_shape(x, w));
-    const int64_t planes = x.dim(0) * x.dim(1);
-    int64_t start[3], end[3], lo[3], hi[3];
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x.data<float>() + pl * w.in_size();
-      float* yp = out.mutable_data<float>() + pl * w.out_size();
-      for (int64_t od = 0; od < w.out[0]; ++od)
-        for (int64_t oh = 0; oh < w.out[1]; ++oh)
-          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-            const int64_t o3[3] = {od, oh, ow};
-            int64_t count = 1;
-            for (int i = 0; i < 3; ++i) {
-              start[i] = o3[i] * w.s[i] - w.pb[i];
-              end[i] = std::min(start[i] + w.k[i], w.in[i] + w.pe[i]);  // clipped to the padded input
-              lo[i] = std::max<int64_t>(start[i], 0);
-              hi[i] = std::min(end[i], w.in[i]);
-              count *= include_pad ? end[i] - start[i] : std::max<int64_t>(hi[i] - lo[i], 0);
-            }
-            float sum = 0.0f;
-            for (int64_t id = lo[0]; id < hi[0]; ++id)
-              for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
-                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += xp[(id * w.in[1] + ih) * w.in[2] + iw];
-            yp[(od * w.out[1] + oh) * w.out[2] + ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
-          }
-    }
+    Tensor out(x.dtype(), pooled_shape(x, w));
+    if (x.dtype() == DataType::Float)
+      window_sum_pool<float>(x, w, include_pad, p, out);
+    else if (x.dtype() == DataType::Double)
+      window_sum_pool<double>(x, w, include_pad, p, out);
+    else
+      fail(op + " input must be float or double, got " + x.description());
     ctx.outputs[0] = std::move(out);
   });
 }
+
+std::unique_ptr<Kernel> make_average_pool(const Node& n) { return make_window_sum_pool(n, false); }
+std::unique_ptr<Kernel> make_lp_pool(const Node& n) { return make_window_sum_pool(n, true); }
 
 // GlobalAveragePool, GlobalMaxPool and GlobalLpPool: one reduction per (n, c) plane.
 enum class GlobalKind { Average, Max, Lp };
@@ -179,6 +203,7 @@ std::unique_ptr<Kernel> make_global_lp_pool(const Node& n) { return make_global_
 void register_pool(std::vector<KernelDef>& t) {
   t.push_back({"MaxPool", 1, 17, make_max_pool});
   t.push_back({"AveragePool", 1, 17, make_average_pool});
+  t.push_back({"LpPool", 2, 17, make_lp_pool});
   t.push_back({"GlobalAveragePool", 1, 17, make_global_average_pool});
   t.push_back({"GlobalMaxPool", 1, 17, make_global_max_pool});
   t.push_back({"GlobalLpPool", 2, 17, make_global_lp_pool});
