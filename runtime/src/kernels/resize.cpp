@@ -313,7 +313,6 @@ std::unique_ptr<Kernel> make_resize_kernel(ResizeAttrs a) {
       if (!sizes.empty()) {
         out_shape[d] = sizes[d];
         if (sizes[d] < 0) fail("Resize sizes must be non-negative, got " + std::to_string(sizes[d]));
-        if (in == 0 && sizes[d] != 0) fail("Resize cannot enlarge the empty axis " + std::to_string(d));
         scale = in ? static_cast<double>(sizes[d]) / static_cast<double>(in) : 1.0;
         resized = static_cast<double>(sizes[d]);
       } else {
@@ -322,15 +321,15 @@ std::unique_ptr<Kernel> make_resize_kernel(ResizeAttrs a) {
           fail(op + " scales must be positive and finite, got " + std::to_string(scales[d]));
         if (a.version < 11 && scale < 1.0 && op == "Upsample")
           fail("Upsample scales must be >= 1, got " + std::to_string(scales[d]));
+        // tf_crop_and_resize scales the cropped region: floor(in * (end - start) * scale)
         const double crop = a.coord == Coord::TfCropAndResize ? roi[rank + d] - roi[d] : 1.0;
-        resized = static_cast<double>(in) * scale;
-        const double len = std::floor(resized * crop);
+        resized = static_cast<double>(in) * crop * scale;
+        const double len = std::floor(resized);
         if (!(len >= 0.0 && len < 9.0e15)) fail(op + " output size along axis " + std::to_string(d) + " is out of range");
         out_shape[d] = static_cast<int64_t>(len);
       }
       if (out_shape[d] > 0 && in == 0) fail(op + " cannot enlarge the empty axis " + std::to_string(d));
       taps[d] = in == 0 ? AxisTaps{} : axis_taps(a, in, out_shape[d], scale, resized, roi[d], roi[rank + d]);
-      if (in == 0) taps[d].identity = true;
     }
     if (shape_size(out_shape) == 0) {
       ctx.outputs[0] = Tensor(x.dtype(), out_shape);
