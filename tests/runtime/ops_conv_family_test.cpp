@@ -241,3 +241,11 @@ TEST(OpsConvFamily, LpPoolIgnoresPadding) {
   set_int(g.node, "p", 0);
   expect_error([&] { Session::from_bytes(bytes(g.m)); }, "p must be positive");
 }
+
+TEST(OpsConvFamily, MatMulOnIntegers) {
+  constexpr int kInt32 = onnx::TensorProto::INT32;
+  OneNode g("MatMul", {{"a", {2, 2}}, {"b", {2}}}, {kInt32, kInt32}, {2}, kInt32);
+  const Tensor y = g.run({{"a", Tensor::from_vector<int32_t>({2, 2}, {1, 2, -3, 4})},
+                          {"b", Tensor::from_vector<int32_t>({2}, {5, 6})}});
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{17, 9}));
+}
