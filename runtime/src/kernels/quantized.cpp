@@ -24,6 +24,8 @@ bool is_8bit(DataType t) { return t == DataType::Uint8 || t == DataType::Int8; }
 
 // Rounds half to even (the default FP environment), then saturates to Q's
 // range; NaN maps to the range's low end rather than an undefined cast.
+// Callers round before adding a zero point: with an odd zero point, rounding
+// half to even afterwards would pick the other neighbour.
 template <typename Q>
 Q saturate_round(double v) {
   const double lo = static_cast<double>(std::numeric_limits<Q>::lowest());
