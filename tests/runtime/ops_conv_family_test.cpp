@@ -2,8 +2,250 @@
 // small graphs (ONNX's own test data is covered by runtime_conformance).
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "epprof/rt/session.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
 using namespace epprof::rt::testing;
+
+namespace {
+
+onnx::AttributeProto* attr(onnx::NodeProto* n, const std::string& key, onnx::AttributeProto::AttributeType type) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(type);
+  return a;
+}
+void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
+  auto* a = attr(n, key, onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) { attr(n, key, onnx::AttributeProto::INT)->set_i(v); }
+void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
+  attr(n, key, onnx::AttributeProto::STRING)->set_s(v);
+}
+
+// Runs `fn` and checks that it throws an epprof::rt::Error whose message contains `part`.
+void expect_error(const std::function<void()>& fn, const std::string& part) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    return;
+  }
+  ADD_FAILURE() << "expected an error mentioning '" << part << "'";
+}
+
+// A one-node model y = op(inputs...) whose inputs are all graph inputs.
+struct OneNode {
+  onnx::ModelProto m;
+  onnx::NodeProto* node;
+  OneNode(const std::string& op, const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+          const std::vector<int>& types, const std::vector<int64_t>& out_dims, int out_type = onnx::TensorProto::FLOAT,
+          int opset = 17)
+      : m(make_model(opset)) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      names.push_back(inputs[i].first);
+      if (!inputs[i].first.empty()) add_io(m, true, inputs[i].first, inputs[i].second, types[i]);
+    }
+    node = add_node(m, op, "n", names, {"y"});
+    add_io(m, false, "y", out_dims, out_type);
+  }
+  Tensor run(const std::map<std::string, Tensor>& feeds) {
+    Session s = Session::from_bytes(bytes(m));
+    return s.run(feeds)[0];
+  }
+};
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr int kInt64 = onnx::TensorProto::INT64;
+constexpr int kInt8 = onnx::TensorProto::INT8;
+constexpr int kUint8 = onnx::TensorProto::UINT8;
+
+}  // namespace
+
+// x = [1, 2], w = [1, 10]: the full transposed convolution is [1, 12, 20];
+// pads crop it, and an output_shape larger than it leaves zeros at the end.
+TEST(OpsConvFamily, ConvTransposePadsAndOutputShape) {
+  const Tensor x = Tensor::from_vector<float>({1, 1, 2}, {1, 2});
+  const Tensor w = Tensor::from_vector<float>({1, 1, 2}, {1, 10});
+  {
+    OneNode g("ConvTranspose", {{"x", {1, 1, 2}}, {"w", {1, 1, 2}}}, {kFloat, kFloat}, {1, 1, 2});
+    set_ints(g.node, "pads", {1, 0});
+    EXPECT_EQ(g.run({{"x", x}, {"w", w}}).to_vector<float>(), (std::vector<float>{12, 20}));
+  }
+  {
+    OneNode g("ConvTranspose", {{"x", {1, 1, 2}}, {"w", {1, 1, 2}}}, {kFloat, kFloat}, {1, 1, 4});
+    set_ints(g.node, "output_shape", {4});
+    EXPECT_EQ(g.run({{"x", x}, {"w", w}}).to_vector<float>(), (std::vector<float>{1, 12, 20, 0}));
+  }
+  {
+    OneNode g("ConvTranspose", {{"x", {1, 1, 2}}, {"w", {1, 1, 2}}}, {kFloat, kFloat}, {1, 1, 3});
+    set_ints(g.node, "output_padding", {-1});
+    expect_error([&] { g.run({{"x", x}, {"w", w}}); }, "output_padding");
+  }
+}
+
+TEST(OpsConvFamily, ConvRejectsMismatchedChannels) {
+  OneNode g("Conv", {{"x", {1, 3, 4}}, {"w", {2, 2, 1}}}, {kFloat, kFloat}, {1, 2, 4});
+  expect_error(
+      [&] {
+        g.run({{"x", Tensor(DataType::Float, {1, 3, 4})}, {"w", Tensor(DataType::Float, {2, 2, 1})}});
+      },
+      "channels");
+}
+
+// Padding never wins a max, even when every real value is negative.
+TEST(OpsConvFamily, MaxPoolInt8IgnoresPadding) {
+  OneNode g("MaxPool", {{"x", {1, 1, 2}}}, {kInt8}, {1, 1, 2}, kInt8);
+  set_ints(g.node, "kernel_shape", {3});
+  set_ints(g.node, "pads", {1, 1});
+  const Tensor y = g.run({{"x", Tensor::from_vector<int8_t>({1, 1, 2}, {-5, -7})}});
+  EXPECT_EQ(y.to_vector<int8_t>(), (std::vector<int8_t>{-5, -5}));
+}
+
+// asymmetric coordinates o / 2 = 0, 0.5, 1, 1.5: the halves go down or up
+// with the nearest_mode, and index 2 clamps to the last element.
+TEST(OpsConvFamily, ResizeNearestModes) {
+  for (const auto& [mode, want] : std::vector<std::pair<std::string, std::vector<float>>>{
+           {"round_prefer_floor", {1, 1, 2, 2}}, {"round_prefer_ceil", {1, 2, 2, 2}}, {"ceil", {1, 2, 2, 2}}}) {
+    OneNode g("Resize", {{"x", {1, 2}}, {"", {}}, {"scales", {2}}}, {kFloat, kFloat, kFloat}, {1, 4});
+    set_string(g.node, "coordinate_transformation_mode", "asymmetric");
+    set_string(g.node, "nearest_mode", mode);
+    const Tensor y = g.run({{"x", Tensor::from_vector<float>({1, 2}, {1, 2})},
+                            {"scales", Tensor::from_vector<float>({2}, {1, 2})}});
+    EXPECT_EQ(y.to_vector<float>(), want) << mode;
+  }
+}
+
+TEST(OpsConvFamily, ResizeLinearAlignCornersWithSizes) {
+  OneNode g("Resize", {{"x", {1, 3}}, {"", {}}, {"", {}}, {"sizes", {2}}}, {kFloat, kFloat, kFloat, kInt64}, {1, 5});
+  set_string(g.node, "mode", "linear");
+  set_string(g.node, "coordinate_transformation_mode", "align_corners");
+  const Tensor y = g.run({{"x", Tensor::from_vector<float>({1, 3}, {0, 10, 20})},
+                          {"sizes", Tensor::from_vector<int64_t>({2}, {1, 5})}});
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 5, 10, 15, 20}));
+}
+
+TEST(OpsConvFamily, ResizeRejectsScalesAndSizesTogether) {
+  OneNode g("Resize", {{"x", {1, 2}}, {"", {}}, {"scales", {2}}, {"sizes", {2}}}, {kFloat, kFloat, kFloat, kInt64},
+            {1, 4});
+  expect_error(
+      [&] {
+        g.run({{"x", Tensor::from_vector<float>({1, 2}, {1, 2})},
+               {"scales", Tensor::from_vector<float>({2}, {1, 2})},
+               {"sizes", Tensor::from_vector<int64_t>({2}, {1, 4})}});
+      },
+      "scales or sizes");
+}
+
+// Rounds half to even, then saturates to int8.
+TEST(OpsConvFamily, QuantizeLinearRoundsToEvenAndSaturates) {
+  OneNode g("QuantizeLinear", {{"x", {5}}, {"s", {}}, {"z", {}}}, {kFloat, kFloat, kInt8}, {5}, kInt8);
+  const Tensor y = g.run({{"x", Tensor::from_vector<float>({5}, {0.5f, 1.5f, 2.5f, -300.0f, 300.0f})},
+                          {"s", Tensor::scalar<float>(1.0f)},
+                          {"z", Tensor::scalar<int8_t>(0)}});
+  EXPECT_EQ(y.to_vector<int8_t>(), (std::vector<int8_t>{0, 2, 2, -128, 127}));
+}
+
+TEST(OpsConvFamily, QuantizeLinearRejectsZeroScale) {
+  OneNode g("QuantizeLinear", {{"x", {2}}, {"s", {}}}, {kFloat, kFloat}, {2}, kUint8);
+  expect_error([&] { g.run({{"x", Tensor(DataType::Float, {2})}, {"s", Tensor::scalar<float>(0.0f)}}); }, "y_scale");
+}
+
+// Per-row zero points of A: rows are centred separately.
+TEST(OpsConvFamily, MatMulIntegerPerRowZeroPoint) {
+  OneNode g("MatMulInteger", {{"a", {2, 2}}, {"b", {2, 1}}, {"za", {2}}}, {kUint8, kUint8, kUint8}, {2, 1},
+            onnx::TensorProto::INT32);
+  const Tensor y = g.run({{"a", Tensor::from_vector<uint8_t>({2, 2}, {3, 4, 10, 20})},
+                          {"b", Tensor::from_vector<uint8_t>({2, 1}, {1, 2})},
+                          {"za", Tensor::from_vector<uint8_t>({2}, {1, 10})}});
+  // (3-1)*1 + (4-1)*2 = 8; (10-10)*1 + (20-10)*2 = 20
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{8, 20}));
+}
+
+TEST(OpsConvFamily, MatMulIntegerRejectsFloat) {
+  OneNode g("MatMulInteger", {{"a", {1, 1}}, {"b", {1, 1}}}, {kFloat, kFloat}, {1, 1}, onnx::TensorProto::INT32);
+  expect_error(
+      [&] { g.run({{"a", Tensor(DataType::Float, {1, 1})}, {"b", Tensor(DataType::Float, {1, 1})}}); },
+      "MatMulInteger inputs");
+}
+
+TEST(OpsConvFamily, MaxUnpoolRejectsOutOfRangeIndex) {
+  OneNode g("MaxUnpool", {{"x", {1, 1, 1}}, {"i", {1, 1, 1}}}, {kFloat, kInt64}, {1, 1, 2});
+  set_ints(g.node, "kernel_shape", {2});
+  set_ints(g.node, "strides", {2});
+  expect_error(
+      [&] {
+        g.run({{"x", Tensor::from_vector<float>({1, 1, 1}, {1})},
+               {"i", Tensor::from_vector<int64_t>({1, 1, 1}, {2})}});
+      },
+      "MaxUnpool index 2");
+}
+
+TEST(OpsConvFamily, GridSampleRejectsUnknownPaddingMode) {
+  OneNode g("GridSample", {{"x", {1, 1, 2, 2}}, {"grid", {1, 1, 1, 2}}}, {kFloat, kFloat}, {1, 1, 1, 1});
+  set_string(g.node, "padding_mode", "mirror");
+  expect_error([&] { Session::from_bytes(bytes(g.m)); }, "padding_mode");
+}
+
+TEST(OpsConvFamily, RoiAlignRejectsUnknownMode) {
+  OneNode g("RoiAlign", {{"x", {1, 1, 2, 2}}, {"rois", {1, 4}}, {"b", {1}}}, {kFloat, kFloat, kInt64}, {1, 1, 1, 1});
+  set_string(g.node, "mode", "median");
+  expect_error([&] { Session::from_bytes(bytes(g.m)); }, "mode must be avg or max");
+}
+
+// Two overlapping boxes (IoU 0.5 > 0.4) and one apart: the lower-scored
+// overlapping box is suppressed; max_output_boxes_per_class 0 selects nothing.
+TEST(OpsConvFamily, NonMaxSuppressionSuppressesAndLimits) {
+  const Tensor boxes = Tensor::from_vector<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0, 1, 2, 5, 5, 6, 6});
+  const Tensor scores = Tensor::from_vector<float>({1, 1, 3}, {0.5f, 0.9f, 0.1f});
+  for (int64_t max_out : {10, 0}) {
+    OneNode g("NonMaxSuppression", {{"boxes", {1, 3, 4}}, {"scores", {1, 1, 3}}, {"max", {1}}, {"iou", {1}}},
+              {kFloat, kFloat, kInt64, kFloat}, {max_out ? 2 : 0, 3}, kInt64);
+    const Tensor y = g.run({{"boxes", boxes},
+                            {"scores", scores},
+                            {"max", Tensor::from_vector<int64_t>({1}, {max_out})},
+                            {"iou", Tensor::from_vector<float>({1}, {0.4f})}});
+    if (max_out)
+      EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 0, 0, 2}));
+    else
+      EXPECT_EQ(y.shape(), (Shape{0, 3}));
+  }
+}
+
+// Before opset 7, Gemm's C must be exactly [M, N] unless broadcast = 1.
+TEST(OpsConvFamily, GemmOpset6NeedsBroadcastAttribute) {
+  OneNode g("Gemm", {{"a", {1, 2}}, {"b", {2, 2}}, {"c", {2}}}, {kFloat, kFloat, kFloat}, {1, 2}, kFloat, 6);
+  const std::map<std::string, Tensor> feeds = {{"a", Tensor::from_vector<float>({1, 2}, {1, 2})},
+                                                             {"b", Tensor::from_vector<float>({2, 2}, {1, 0, 0, 1})},
+                                                             {"c", Tensor::from_vector<float>({2}, {10, 20})}};
+  expect_error([&] { g.run(feeds); }, "Gemm input C");
+  set_int(g.node, "broadcast", 1);
+  EXPECT_EQ(g.run(feeds).to_vector<float>(), (std::vector<float>{11, 22}));
+}
+
+// LpPool (p = 2) over [pad, 3] and [3, 4]: padding adds nothing to the sum.
+TEST(OpsConvFamily, LpPoolIgnoresPadding) {
+  OneNode g("LpPool", {{"x", {1, 1, 2}}}, {kFloat}, {1, 1, 2});
+  set_ints(g.node, "kernel_shape", {2});
+  set_ints(g.node, "pads", {1, 0});
+  const Tensor y = g.run({{"x", Tensor::from_vector<float>({1, 1, 2}, {3, 4})}});
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5}));
+  set_int(g.node, "p", 0);
+  expect_error([&] { Session::from_bytes(bytes(g.m)); }, "p must be positive");
+}
+
+TEST(OpsConvFamily, MatMulOnIntegers) {
+  constexpr int kInt32 = onnx::TensorProto::INT32;
+  OneNode g("MatMul", {{"a", {2, 2}}, {"b", {2}}}, {kInt32, kInt32}, {2}, kInt32);
+  const Tensor y = g.run({{"a", Tensor::from_vector<int32_t>({2, 2}, {1, 2, -3, 4})},
+                          {"b", Tensor::from_vector<int32_t>({2}, {5, 6})}});
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{17, 9}));
+}

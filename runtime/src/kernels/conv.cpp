@@ -1,7 +1,6 @@
-// Conv: im2col (1-D to 3-D spatial) + OpenBLAS sgemm, with groups.
+// Conv: im2col (1-D to 3-D spatial) + OpenBLAS gemm, with groups; float and double.
 #include <cblas.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "kernels/common.h"
@@ -11,93 +10,53 @@ namespace epprof::rt::kernels {
 
 namespace {
 
-// col[(c*K + kk) * P + p] for one group's channels of one image.
-void im2col(const float* x, int64_t channels, const Window& w, float* col) {
-  const int64_t P = w.out_size();
-  float* dst = col;
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * w.in_size();
-    for (int64_t kd = 0; kd < w.k[0]; ++kd)
-      for (int64_t kh = 0; kh < w.k[1]; ++kh)
-        for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-          for (int64_t od = 0; od < w.out[0]; ++od) {
-            const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-            for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-              const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-              float* row = dst + (od * w.out[1] + oh) * w.out[2];
-              if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-                std::fill(row, row + w.out[2], 0.0f);
-                continue;
-              }
-              const float* src = xc + (id * w.in[1] + ih) * w.in[2];
-              for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-                const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
-                row[ow] = (iw >= 0 && iw < w.in[2]) ? src[iw] : 0.0f;
-              }
-            }
-          }
-          dst += P;
-        }
-  }
+// Row-major C[m,n] = A[m,k] * B[k,n] on OpenBLAS.
+void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
+              static_cast<blasint>(n));
+}
+void gemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
+              static_cast<blasint>(n));
 }
 
-bool is_pointwise(const Window& w) {
-  for (int i = 0; i < 3; ++i)
-    if (w.k[i] != 1 || w.s[i] != 1 || w.pb[i] != 0 || w.pe[i] != 0) return false;
-  return true;
+template <typename T>
+Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group) {
+  const ConvShape cs = resolve_conv(attrs, group, x.shape(), wt.shape(), "Conv");
+  if (bias && (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->size() != cs.M))
+    fail("Conv bias B must be " + std::string(type_name(x.dtype())) + "[" + std::to_string(cs.M) + "], got " +
+         bias->description());
+  Tensor out(x.dtype(), cs.out_shape);
+  T* y = out.mutable_data<T>();
+  conv_by_gemm(x.data<T>(), wt.data<T>(), cs, y,
+               [](int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) { gemm_nn(m, n, k, a, b, c); });
+  if (bias) {
+    const T* bv = bias->data<T>();
+    for (int64_t n = 0; n < cs.N; ++n)
+      for (int64_t m = 0; m < cs.M; ++m) {
+        T* row = y + (n * cs.M + m) * cs.P;
+        for (int64_t p = 0; p < cs.P; ++p) row[p] += bv[m];
+      }
+  }
+  return out;
 }
 
 std::unique_ptr<Kernel> make_conv(const Node& node) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
   const int64_t group = node.attr_int("group", 1);
-  if (group <= 0) fail(node.describe() + ": group must be positive");
+  if (group <= 0) fail(node.describe() + ": group must be positive, got " + std::to_string(group));
   return make_kernel([attrs, group](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& wt = ctx.input(1);
-    const Tensor* bias = ctx.optional_input(2);
-    require_float(x, "Conv input X");
-    require_float(wt, "Conv weight W");
-    if (wt.rank() != x.rank()) fail("Conv weight " + wt.description() + " does not match input " + x.description());
-    const Shape kernel = attrs.kernel.empty() ? Shape(wt.shape().begin() + 2, wt.shape().end()) : attrs.kernel;
-    const Window w = resolve_window(attrs, x.shape(), kernel);
-    for (size_t j = 0; j < w.spatial; ++j)
-      if (wt.dim(2 + j) != kernel[j]) fail("Conv kernel_shape disagrees with weight " + wt.description());
-    const int64_t N = x.dim(0), C = x.dim(1), M = wt.dim(0);
-    if (C % group || M % group || wt.dim(1) * group != C)
-      fail("Conv channels do not match: input " + x.description() + ", weight " + wt.description() + ", group " +
-           std::to_string(group));
-    if (bias && (bias->dtype() != DataType::Float || bias->size() != M)) fail("Conv bias must be float[M]");
-    const int64_t Cg = C / group, Mg = M / group, K = Cg * w.k_size(), P = w.out_size();
-    Shape out_shape{N, M};
-    for (int64_t d : w.out_spatial()) out_shape.push_back(d);
-    Tensor out(DataType::Float, out_shape);
-    float* y = out.mutable_data<float>();
-    const bool pointwise = is_pointwise(w);
-    std::vector<float> col(pointwise ? 0 : static_cast<size_t>(K * P));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t g = 0; g < group; ++g) {
-        const float* xg = x.data<float>() + (n * C + g * Cg) * w.in_size();
-        const float* b = pointwise ? xg : col.data();
-        if (!pointwise) im2col(xg, Cg, w, col.data());
-        float* yg = y + (n * M + g * Mg) * P;
-        if (P == 0 || Mg == 0) continue;
-        if (K == 0) {
-          std::fill(yg, yg + Mg * P, 0.0f);
-          continue;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(Mg), static_cast<blasint>(P),
-                    static_cast<blasint>(K), 1.0f, wt.data<float>() + g * Mg * K, static_cast<blasint>(K), b,
-                    static_cast<blasint>(P), 0.0f, yg, static_cast<blasint>(P));
-      }
-    if (bias) {
-      const float* bv = bias->data<float>();
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t m = 0; m < M; ++m) {
-          float* row = y + (n * M + m) * P;
-          for (int64_t p = 0; p < P; ++p) row[p] += bv[m];
-        }
-    }
-    ctx.outputs[0] = std::move(out);
+    if (wt.dtype() != x.dtype()) fail("Conv weight W " + wt.description() + " must have the type of X " + x.description());
+    if (x.dtype() == DataType::Float)
+      ctx.outputs[0] = conv<float>(x, wt, ctx.optional_input(2), attrs, group);
+    else if (x.dtype() == DataType::Double)
+      ctx.outputs[0] = conv<double>(x, wt, ctx.optional_input(2), attrs, group);
+    else
+      fail("Conv input X must be float or double, got " + x.description());
   });
 }
 

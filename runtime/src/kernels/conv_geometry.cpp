@@ -67,3 +67,33 @@ Window resolve_window(const WindowAttrs& a, const Shape& input, const std::vecto
 }
 
 }  // namespace epprof::rt::kernels
+
+namespace epprof::rt::kernels {
+
+ConvShape resolve_conv(const WindowAttrs& attrs, int64_t group, const Shape& x, const Shape& w, const char* op) {
+  const std::string name(op);
+  if (w.size() != x.size())
+    fail(name + " weight " + shape_to_string(w) + " does not match the rank of input " + shape_to_string(x));
+  if (x.size() < 3) fail(name + " input must be N x C x D1 [x D2 [x D3]], got " + shape_to_string(x));
+  const Shape kernel(w.begin() + 2, w.end());
+  if (!attrs.kernel.empty() && attrs.kernel != kernel)
+    fail(name + " kernel_shape " + shape_to_string(attrs.kernel) + " disagrees with weight " + shape_to_string(w));
+  ConvShape cs;
+  cs.w = resolve_window(attrs, x, kernel);
+  cs.N = x[0];
+  cs.C = x[1];
+  cs.M = w[0];
+  cs.group = group;
+  if (cs.C % group || cs.M % group || w[1] * group != cs.C)
+    fail(name + " channels do not match: input " + shape_to_string(x) + ", weight " + shape_to_string(w) + ", group " +
+         std::to_string(group));
+  cs.Cg = cs.C / group;
+  cs.Mg = cs.M / group;
+  cs.K = cs.Cg * cs.w.k_size();
+  cs.P = cs.w.out_size();
+  cs.out_shape = {cs.N, cs.M};
+  for (int64_t d : cs.w.out_spatial()) cs.out_shape.push_back(d);
+  return cs;
+}
+
+}  // namespace epprof::rt::kernels

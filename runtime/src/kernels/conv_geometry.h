@@ -1,6 +1,9 @@
-// Window geometry shared by Conv and the pooling ops: kernel, strides, pads,
-// dilations and auto_pad, resolved against an input's spatial dims.
+// Window geometry shared by Conv, ConvTranspose, the quantized convolutions
+// and the pooling ops: kernel, strides, pads, dilations and auto_pad, resolved
+// against an input's spatial dims; plus the im2col lowering they share.
 #pragma once
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "kernels/common.h"
@@ -27,5 +30,78 @@ struct Window {
 
 // `input` is N x C x spatial...; `kernel` the spatial kernel dims.
 Window resolve_window(const WindowAttrs& attrs, const Shape& input, const std::vector<int64_t>& kernel);
+
+// A grouped convolution's shapes: X is N x C x spatial, W is M x C/group x kernel.
+struct ConvShape {
+  Window w;
+  int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0;
+  int64_t K = 0;                   // Cg * kernel size: the reduction length
+  int64_t P = 0;                   // output spatial size
+  Shape out_shape;                 // N x M x out spatial
+};
+
+// Checks X, W (and the kernel_shape attribute, if given) against each other;
+// `op` names the operator in messages.
+ConvShape resolve_conv(const WindowAttrs& attrs, int64_t group, const Shape& x, const Shape& w, const char* op);
+
+// col[(c*K + kk) * P + p] for `channels` channels of one image (K = kernel
+// size, P = output size): the input patch under every output position, with
+// zeros for padding.
+template <typename T>
+void im2col(const T* x, int64_t channels, const Window& w, T* col) {
+  const int64_t P = w.out_size();
+  T* dst = col;
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* xc = x + c * w.in_size();
+    for (int64_t kd = 0; kd < w.k[0]; ++kd)
+      for (int64_t kh = 0; kh < w.k[1]; ++kh)
+        for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+          for (int64_t od = 0; od < w.out[0]; ++od) {
+            const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
+            for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+              const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+              T* row = dst + (od * w.out[1] + oh) * w.out[2];
+              if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
+                std::fill(row, row + w.out[2], T{});
+                continue;
+              }
+              const T* src = xc + (id * w.in[1] + ih) * w.in[2];
+              for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+                const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
+                row[ow] = (iw >= 0 && iw < w.in[2]) ? src[iw] : T{};
+              }
+            }
+          }
+          dst += P;
+        }
+  }
+}
+
+// True when im2col would be the identity (1x1 kernel, stride 1, no padding).
+inline bool is_pointwise(const Window& w) {
+  for (int i = 0; i < 3; ++i)
+    if (w.k[i] != 1 || w.s[i] != 1 || w.pb[i] != 0 || w.pe[i] != 0) return false;
+  return true;
+}
+
+// Y[n, g*Mg + m, p] = sum_k W[g*Mg + m, k] * col_g[k, p] for every image and
+// group, where `gemm(m, n, k, a, b, c)` computes the row-major C = A * B.
+template <typename T, typename Gemm>
+void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm) {
+  const bool pointwise = is_pointwise(cs.w);
+  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * cs.P));
+  for (int64_t n = 0; n < cs.N; ++n)
+    for (int64_t g = 0; g < cs.group; ++g) {
+      T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
+      if (cs.P == 0 || cs.Mg == 0) continue;
+      if (cs.K == 0) {
+        std::fill(yg, yg + cs.Mg * cs.P, T{});
+        continue;
+      }
+      const T* xg = x + (n * cs.C + g * cs.Cg) * cs.w.in_size();
+      if (!pointwise) im2col(xg, cs.Cg, cs.w, col.data());
+      gemm(cs.Mg, cs.P, cs.K, wt + g * cs.Mg * cs.K, pointwise ? xg : col.data(), yg);
+    }
+}
 
 }  // namespace epprof::rt::kernels

@@ -1,61 +1,72 @@
-// MatMul and Gemm on OpenBLAS sgemm.
+// MatMul (float, double and 32/64-bit integers) and Gemm (float) on OpenBLAS.
 #include <cblas.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
 namespace {
 
-// C[M,N] = A[M,K] * B[K,N] (row-major, contiguous), overwriting C.
-void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    std::fill(c, c + m * n, 0.0f);
-    return;
-  }
+// C[M,N] = A[M,K] * B[K,N] (row-major, contiguous), overwriting C: OpenBLAS
+// for the float types, a plain loop for the integer ones.
+void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
               static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
               static_cast<blasint>(n));
+}
+void gemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
+              static_cast<blasint>(n));
+}
+// Integers wrap around on overflow (computed unsigned: no signed-overflow UB).
+template <typename T>
+void gemm_nn(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  using U = std::make_unsigned_t<T>;
+  std::vector<U> row(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), U{0});
+    for (int64_t p = 0; p < k; ++p) {
+      const U av = static_cast<U>(a[i * k + p]);
+      const T* bp = b + p * n;
+      for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += static_cast<U>(av * static_cast<U>(bp[j]));
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(row[static_cast<size_t>(j)]);
+  }
+}
+
+template <typename T>
+Tensor typed_matmul(const Tensor& a, const Tensor& b) {
+  const MatMulShape ms = resolve_matmul(a.shape(), b.shape(), "MatMul");
+  Tensor out(a.dtype(), ms.out_shape);
+  if (ms.m == 0 || ms.n == 0 || ms.k == 0) return out;  // zeros
+  const int64_t mk = ms.m * ms.k, kn = ms.k * ms.n, mn = ms.m * ms.n;
+  for (size_t bi = 0; bi < ms.a_index.size(); ++bi)
+    gemm_nn(ms.m, ms.n, ms.k, a.data<T>() + ms.a_index[bi] * mk, b.data<T>() + ms.b_index[bi] * kn,
+            out.mutable_data<T>() + static_cast<int64_t>(bi) * mn);
+  return out;
 }
 
 void matmul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  require_float(a, "MatMul input A");
-  require_float(b, "MatMul input B");
-  if (a.rank() == 0 || b.rank() == 0) fail("MatMul inputs must have rank >= 1");
-  Shape sa = a.shape(), sb = b.shape();
-  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
-  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  if (sb[sb.size() - 2] != k)
-    fail("MatMul inner dimensions differ: " + a.description() + " x " + b.description());
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  const Shape batch = broadcast_shapes(batch_a, batch_b);
-  Shape out_shape = batch;
-  if (!a_vec) out_shape.push_back(m);
-  if (!b_vec) out_shape.push_back(n);
-  Tensor out(DataType::Float, out_shape);
-  const int64_t nb = shape_size(batch);
-  const auto stra = broadcast_strides(batch_a, batch), strb = broadcast_strides(batch_b, batch);
-  std::vector<int64_t> idx(batch.size(), 0);
-  for (int64_t bi = 0; bi < nb; ++bi) {
-    int64_t oa = 0, ob = 0, rem = bi;
-    for (size_t d = batch.size(); d-- > 0;) {
-      const int64_t i = rem % batch[d];
-      rem /= batch[d];
-      oa += i * stra[d];
-      ob += i * strb[d];
-    }
-    sgemm_nn(m, n, k, a.data<float>() + oa * m * k, b.data<float>() + ob * k * n,
-             out.mutable_data<float>() + bi * m * n);
+  if (a.dtype() != b.dtype())
+    fail("MatMul inputs must have one type, got " + a.description() + " and " + b.description());
+  switch (a.dtype()) {
+    case DataType::Float: ctx.outputs[0] = typed_matmul<float>(a, b); break;
+    case DataType::Double: ctx.outputs[0] = typed_matmul<double>(a, b); break;
+    case DataType::Int32: ctx.outputs[0] = typed_matmul<int32_t>(a, b); break;
+    case DataType::Int64: ctx.outputs[0] = typed_matmul<int64_t>(a, b); break;
+    case DataType::Uint32: ctx.outputs[0] = typed_matmul<uint32_t>(a, b); break;
+    case DataType::Uint64: ctx.outputs[0] = typed_matmul<uint64_t>(a, b); break;
+    default: fail("MatMul inputs must be float, double, int32, int64, uint32 or uint64, got " + a.description());
   }
-  ctx.outputs[0] = std::move(out);
 }
 
 std::unique_ptr<Kernel> make_matmul(const Node&) { return make_kernel(matmul); }
@@ -65,6 +76,8 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
   const float beta = node.attr_float("beta", 1.0f);
   const bool trans_a = node.attr_int("transA", 0) != 0;
   const bool trans_b = node.attr_int("transB", 0) != 0;
+  // Before opset 7, C broadcasts only when the `broadcast` attribute says so.
+  const bool exact_c = node.opset < 7 && node.attr_int("broadcast", 0) == 0;
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -81,7 +94,9 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
     if (c && beta != 0.0f) {
       require_float(*c, "Gemm input C");
       const Shape so{m, n};
-      if (broadcast_shapes(c->shape(), so) != so) fail("Gemm input C " + c->description() + " does not broadcast to [M,N]");
+      if (exact_c ? c->shape() != so : broadcast_shapes(c->shape(), so) != so)
+        fail("Gemm input C " + c->description() + (exact_c ? " is not" : " does not broadcast to") + " [M,N] = " +
+             shape_to_string(so));
       const float zero = 0.0f;
       broadcast_binary(c->data<float>(), c->shape(), &zero, Shape{}, y, so, [beta](float cv, float) { return beta * cv; });
       gemm_beta = 1.0f;
@@ -102,7 +117,7 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
 
 void register_linalg(std::vector<KernelDef>& t) {
   t.push_back({"MatMul", 1, 17, make_matmul});
-  t.push_back({"Gemm", 7, 17, make_gemm});
+  t.push_back({"Gemm", 1, 17, make_gemm});
 }
 
 }  // namespace epprof::rt::kernels

@@ -1,5 +1,6 @@
-// MaxPool, AveragePool, GlobalAveragePool over 1-D to 3-D spatial dims.
+// MaxPool, AveragePool over 1-D to 3-D spatial dims; the global pools over any.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "kernels/common.h"
@@ -15,128 +16,197 @@ Shape pooled_shape(const Tensor& x, const Window& w) {
   return s;
 }
 
-std::unique_ptr<Kernel> make_max_pool(const Node& node) {
-  const WindowAttrs attrs = WindowAttrs::from_node(node);
-  if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
-  const bool column_major = node.attr_int("storage_order", 0) != 0;  // only affects Indices
-  return make_kernel([attrs, column_major](KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    require_float(x, "MaxPool input");
-    const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
-    const Shape os = pooled_shape(x, w);
-    Tensor out(DataType::Float, os);
-    const bool want_indices = ctx.outputs.size() > 1;
-    Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
-    const int64_t planes = x.dim(0) * x.dim(1);
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x.data<float>() + pl * w.in_size();
-      float* yp = out.mutable_data<float>() + pl * w.out_size();
-      int64_t* ip = want_indices ? indices.mutable_data<int64_t>() + pl * w.out_size() : nullptr;
-      for (int64_t od = 0; od < w.out[0]; ++od)
-        for (int64_t oh = 0; oh < w.out[1]; ++oh)
-          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-            float best = -std::numeric_limits<float>::infinity();
-            int64_t best_i = -1;
-            for (int64_t kd = 0; kd < w.k[0]; ++kd) {
-              const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-              if (id < 0 || id >= w.in[0]) continue;
-              for (int64_t kh = 0; kh < w.k[1]; ++kh) {
-                const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-                if (ih < 0 || ih >= w.in[1]) continue;
-                for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-                  const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
-                  if (iw < 0 || iw >= w.in[2]) continue;
-                  const int64_t i = (id * w.in[1] + ih) * w.in[2] + iw;
-                  if (best_i < 0 || xp[i] > best) {
-                    best = xp[i];
-                    best_i = i;
-                  }
+template <typename T>
+void max_pool(const Tensor& x, const Window& w, bool column_major, Tensor& out, Tensor* indices) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x.data<T>() + pl * w.in_size();
+    T* yp = out.mutable_data<T>() + pl * w.out_size();
+    int64_t* ip = indices ? indices->mutable_data<int64_t>() + pl * w.out_size() : nullptr;
+    for (int64_t od = 0; od < w.out[0]; ++od)
+      for (int64_t oh = 0; oh < w.out[1]; ++oh)
+        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+          T best = std::numeric_limits<T>::lowest();
+          int64_t best_i = -1;
+          for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+            const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
+            if (id < 0 || id >= w.in[0]) continue;
+            for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+              const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+              if (ih < 0 || ih >= w.in[1]) continue;
+              for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+                const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
+                if (iw < 0 || iw >= w.in[2]) continue;
+                const int64_t i = (id * w.in[1] + ih) * w.in[2] + iw;
+                if (best_i < 0 || xp[i] > best) {
+                  best = xp[i];
+                  best_i = i;
                 }
               }
             }
-            const int64_t o = (od * w.out[1] + oh) * w.out[2] + ow;
-            yp[o] = best;
-            if (ip) {
-              int64_t i = best_i;
-              if (column_major && i >= 0) {
-                const int64_t iw = i % w.in[2], ih = (i / w.in[2]) % w.in[1], id = i / (w.in[2] * w.in[1]);
-                // column-major over the spatial dims (padding dims have size 1)
-                i = iw * w.in[1] * w.in[0] + ih * w.in[0] + id;
-              }
-              ip[o] = i < 0 ? -1 : pl * w.in_size() + i;
-            }
           }
+          const int64_t o = (od * w.out[1] + oh) * w.out[2] + ow;
+          yp[o] = best;
+          if (ip) {
+            int64_t i = best_i;
+            if (column_major && i >= 0) {
+              const int64_t iw = i % w.in[2], ih = (i / w.in[2]) % w.in[1], id = i / (w.in[2] * w.in[1]);
+              // column-major over the spatial dims (padding dims have size 1)
+              i = iw * w.in[1] * w.in[0] + ih * w.in[0] + id;
+            }
+            ip[o] = i < 0 ? -1 : pl * w.in_size() + i;
+          }
+        }
+  }
+}
+
+std::unique_ptr<Kernel> make_max_pool(const Node& node) {
+  const WindowAttrs attrs = WindowAttrs::from_node(node);
+  if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
+  const int64_t storage_order = node.attr_int("storage_order", 0);  // only affects Indices
+  if (storage_order != 0 && storage_order != 1)
+    fail(node.describe() + ": storage_order must be 0 or 1, got " + std::to_string(storage_order));
+  return make_kernel([attrs, storage_order](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
+    const Shape os = pooled_shape(x, w);
+    Tensor out(x.dtype(), os);
+    const bool want_indices = ctx.outputs.size() > 1;
+    Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
+    Tensor* ip = want_indices ? &indices : nullptr;
+    switch (x.dtype()) {
+      case DataType::Float: max_pool<float>(x, w, storage_order, out, ip); break;
+      case DataType::Double: max_pool<double>(x, w, storage_order, out, ip); break;
+      case DataType::Int8: max_pool<int8_t>(x, w, storage_order, out, ip); break;
+      case DataType::Uint8: max_pool<uint8_t>(x, w, storage_order, out, ip); break;
+      default: fail("MaxPool input must be float, double, int8 or uint8, got " + x.description());
     }
     ctx.outputs[0] = std::move(out);
     if (want_indices) ctx.outputs[1] = std::move(indices);
   });
 }
 
-std::unique_ptr<Kernel> make_average_pool(const Node& node) {
+// AveragePool (p == 0) and LpPool (p > 0): a sum over the window's real
+// elements (padding adds nothing), then the mean or the p-th root.
+template <typename T>
+void window_sum_pool(const Tensor& x, const Window& w, bool include_pad, int64_t p, Tensor& out) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  int64_t start[3], end[3], lo[3], hi[3];
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x.data<T>() + pl * w.in_size();
+    T* yp = out.mutable_data<T>() + pl * w.out_size();
+    for (int64_t od = 0; od < w.out[0]; ++od)
+      for (int64_t oh = 0; oh < w.out[1]; ++oh)
+        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+          const int64_t o3[3] = {od, oh, ow};
+          int64_t count = 1;
+          for (int i = 0; i < 3; ++i) {
+            start[i] = o3[i] * w.s[i] - w.pb[i];
+            end[i] = std::min(start[i] + w.k[i], w.in[i] + w.pe[i]);  // clipped to the padded input
+            lo[i] = std::max<int64_t>(start[i], 0);
+            hi[i] = std::min(end[i], w.in[i]);
+            count *= include_pad ? end[i] - start[i] : std::max<int64_t>(hi[i] - lo[i], 0);
+          }
+          T sum = 0;
+          for (int64_t id = lo[0]; id < hi[0]; ++id)
+            for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
+              for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+                const T v = xp[(id * w.in[1] + ih) * w.in[2] + iw];
+                sum += p == 0 ? v : p == 1 ? std::fabs(v) : p == 2 ? v * v : std::pow(std::fabs(v), static_cast<T>(p));
+              }
+          T& y = yp[(od * w.out[1] + oh) * w.out[2] + ow];
+          if (p == 0)
+            y = count > 0 ? sum / static_cast<T>(count) : T{0};
+          else
+            y = p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, T{1} / static_cast<T>(p));
+        }
+  }
+}
+
+std::unique_ptr<Kernel> make_window_sum_pool(const Node& node, bool lp) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
   if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
   if (!attrs.dilations.empty())
     for (int64_t d : attrs.dilations)
-      if (d != 1) fail(node.describe() + ": dilations are not supported for AveragePool");
-  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  return make_kernel([attrs, include_pad](KernelContext& ctx) {
+      if (d != 1) fail(node.describe() + ": dilations are not supported for " + node.op_type + " before opset 18");
+  const bool include_pad = !lp && node.attr_int("count_include_pad", 0) != 0;
+  const int64_t p = lp ? node.attr_int("p", 2) : 0;
+  if (lp && p <= 0) fail(node.describe() + ": p must be positive, got " + std::to_string(p));
+  const std::string op = node.op_type;
+  return make_kernel([attrs, include_pad, p, op](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    require_float(x, "AveragePool input");
     const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
-    Tensor out(DataType::Float, pooled_shape(x, w));
-    const int64_t planes = x.dim(0) * x.dim(1);
-    int64_t start[3], end[3], lo[3], hi[3];
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x.data<float>() + pl * w.in_size();
-      float* yp = out.mutable_data<float>() + pl * w.out_size();
-      for (int64_t od = 0; od < w.out[0]; ++od)
-        for (int64_t oh = 0; oh < w.out[1]; ++oh)
-          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-            const int64_t o3[3] = {od, oh, ow};
-            int64_t count = 1;
-            for (int i = 0; i < 3; ++i) {
-              start[i] = o3[i] * w.s[i] - w.pb[i];
-              end[i] = std::min(start[i] + w.k[i], w.in[i] + w.pe[i]);  // clipped to the padded input
-              lo[i] = std::max<int64_t>(start[i], 0);
-              hi[i] = std::min(end[i], w.in[i]);
-              count *= include_pad ? end[i] - start[i] : std::max<int64_t>(hi[i] - lo[i], 0);
-            }
-            float sum = 0.0f;
-            for (int64_t id = lo[0]; id < hi[0]; ++id)
-              for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
-                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += xp[(id * w.in[1] + ih) * w.in[2] + iw];
-            yp[(od * w.out[1] + oh) * w.out[2] + ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
-          }
-    }
+    Tensor out(x.dtype(), pooled_shape(x, w));
+    if (x.dtype() == DataType::Float)
+      window_sum_pool<float>(x, w, include_pad, p, out);
+    else if (x.dtype() == DataType::Double)
+      window_sum_pool<double>(x, w, include_pad, p, out);
+    else
+      fail(op + " input must be float or double, got " + x.description());
     ctx.outputs[0] = std::move(out);
   });
 }
 
-std::unique_ptr<Kernel> make_global_average_pool(const Node&) {
-  return make_kernel([](KernelContext& ctx) {
+std::unique_ptr<Kernel> make_average_pool(const Node& n) { return make_window_sum_pool(n, false); }
+std::unique_ptr<Kernel> make_lp_pool(const Node& n) { return make_window_sum_pool(n, true); }
+
+// GlobalAveragePool, GlobalMaxPool and GlobalLpPool: one reduction per (n, c) plane.
+enum class GlobalKind { Average, Max, Lp };
+
+template <typename T>
+void global_pool(const Tensor& x, GlobalKind kind, double p, Tensor& out) {
+  const int64_t planes = x.dim(0) * x.dim(1), S = planes ? x.size() / planes : 0;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x.data<T>() + pl * S;
+    double acc = kind == GlobalKind::Max ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int64_t s = 0; s < S; ++s) {
+      const double v = xp[s];
+      if (kind == GlobalKind::Max)
+        acc = std::max(acc, v);
+      else if (kind == GlobalKind::Average)
+        acc += v;
+      else
+        acc += std::pow(std::fabs(v), p);
+    }
+    if (kind == GlobalKind::Average) acc = S ? acc / static_cast<double>(S) : 0.0;
+    if (kind == GlobalKind::Lp) acc = std::pow(acc, 1.0 / p);
+    out.mutable_data<T>()[pl] = static_cast<T>(acc);
+  }
+}
+
+std::unique_ptr<Kernel> make_global_pool(const Node& node, GlobalKind kind) {
+  const int64_t p = kind == GlobalKind::Lp ? node.attr_int("p", 2) : 1;
+  if (p <= 0) fail(node.describe() + ": p must be positive, got " + std::to_string(p));
+  const std::string op = node.op_type;
+  return make_kernel([kind, p, op](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    require_float(x, "GlobalAveragePool input");
-    if (x.rank() < 2) fail("GlobalAveragePool input must have rank >= 2, got " + x.description());
+    if (x.rank() < 3) fail(op + " input must be N x C x D1 ..., got " + x.description());
     Shape os{x.dim(0), x.dim(1)};
     os.resize(x.rank(), 1);
-    Tensor out(DataType::Float, os);
-    const int64_t planes = x.dim(0) * x.dim(1), S = planes ? x.size() / planes : 0;
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x.data<float>() + pl * S;
-      float sum = 0.0f;
-      for (int64_t s = 0; s < S; ++s) sum += xp[s];
-      out.mutable_data<float>()[pl] = S ? sum / static_cast<float>(S) : 0.0f;
-    }
+    Tensor out(x.dtype(), os);
+    if (x.dtype() == DataType::Float)
+      global_pool<float>(x, kind, static_cast<double>(p), out);
+    else if (x.dtype() == DataType::Double)
+      global_pool<double>(x, kind, static_cast<double>(p), out);
+    else
+      fail(op + " input must be float or double, got " + x.description());
     ctx.outputs[0] = std::move(out);
   });
 }
+
+std::unique_ptr<Kernel> make_global_average_pool(const Node& n) { return make_global_pool(n, GlobalKind::Average); }
+std::unique_ptr<Kernel> make_global_max_pool(const Node& n) { return make_global_pool(n, GlobalKind::Max); }
+std::unique_ptr<Kernel> make_global_lp_pool(const Node& n) { return make_global_pool(n, GlobalKind::Lp); }
 
 }  // namespace
 
 void register_pool(std::vector<KernelDef>& t) {
   t.push_back({"MaxPool", 1, 17, make_max_pool});
   t.push_back({"AveragePool", 1, 17, make_average_pool});
+  t.push_back({"LpPool", 2, 17, make_lp_pool});
   t.push_back({"GlobalAveragePool", 1, 17, make_global_average_pool});
+  t.push_back({"GlobalMaxPool", 1, 17, make_global_max_pool});
+  t.push_back({"GlobalLpPool", 2, 17, make_global_lp_pool});
 }
 
 }  // namespace epprof::rt::kernels
