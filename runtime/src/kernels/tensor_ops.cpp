@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
@@ -163,12 +164,15 @@ std::unique_ptr<Kernel> make_expand(const Node&) {
   });
 }
 
-// Number of elements of Range(start, limit, delta) for integers, without overflow.
+// Number of elements of Range(start, limit, delta) for integers. Distances
+// are taken in uint64, where the difference of two int64 always fits.
 int64_t range_count(int64_t start, int64_t limit, int64_t delta) {
-  int64_t diff = 0;
-  if (__builtin_sub_overflow(limit, start, &diff)) fail("Range: limit - start overflows int64");
-  if (delta > 0) return diff > 0 ? (diff - 1) / delta + 1 : 0;
-  return diff < 0 ? (diff + 1) / delta + 1 : 0;
+  if ((delta > 0) != (limit > start) || limit == start) return 0;
+  const uint64_t dist = limit > start ? uint64_t(limit) - uint64_t(start) : uint64_t(start) - uint64_t(limit);
+  const uint64_t step = delta > 0 ? uint64_t(delta) : uint64_t{0} - uint64_t(delta);
+  const uint64_t n = (dist - 1) / step + 1;
+  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail("Range: too many elements");
+  return static_cast<int64_t>(n);
 }
 
 template <typename T>
@@ -189,8 +193,9 @@ Tensor range_impl(T start, T limit, T delta) {
   if constexpr (std::is_floating_point_v<T>) {
     for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<T>(i) * delta;
   } else {
-    // In int64 the values lie between start and limit, so nothing overflows.
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(int64_t{start} + i * int64_t{delta});
+    // Each value lies between start and limit, so uint64 arithmetic modulo 2^64 gives it exactly.
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<T>(static_cast<int64_t>(uint64_t(int64_t{start}) + uint64_t(i) * uint64_t(int64_t{delta})));
   }
   return out;
 }
