@@ -103,8 +103,11 @@ std::unique_ptr<Kernel> make_pad(const Node& node) {
     std::vector<std::vector<int64_t>> src(r);
     for (size_t d = 0; d < r; ++d) {
       const int64_t n = x.dim(d);
+      // A negative pad crops; cropping more than the whole dim is an error (and
+      // bounding it keeps o - pad_begin in pad_source from overflowing).
       int64_t len = 0;
-      if (__builtin_add_overflow(n, pads[d], &len) || __builtin_add_overflow(len, pads[d + r], &len) || len < 0)
+      if (pads[d] < -n || pads[d + r] < -n || __builtin_add_overflow(n, pads[d], &len) ||
+          __builtin_add_overflow(len, pads[d + r], &len) || len < 0)
         fail("pads " + std::to_string(pads[d]) + ", " + std::to_string(pads[d + r]) + " on dimension " +
              std::to_string(d) + " of " + x.description() + " give an invalid size");
       if (n == 0 && len > 0 && mode != PadMode::Constant)
