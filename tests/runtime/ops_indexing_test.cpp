@@ -158,6 +158,7 @@ TEST(OpsIndexing, PadErrors) {
                         "attribute 'mode'");
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({2}, {0, 0})}, {F}), "expected 2 * rank");
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, -3, 0, -3})}, {F}), "invalid size");
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, -5, 0, 3})}, {F}), "invalid size");  // crops past the dim
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0}), i64({}, {1})}, {F}), "constant_value");
 }
 
