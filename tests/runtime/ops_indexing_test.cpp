@@ -2,8 +2,323 @@
 // small graphs (ONNX's own test data is covered by runtime_conformance).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "epprof/rt/session.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
 using namespace epprof::rt::testing;
+
+namespace {
+
+using Attrs = std::function<void(onnx::NodeProto*)>;
+
+void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void set_float(onnx::NodeProto* n, const std::string& key, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void set_str(onnx::NodeProto* n, const std::string& key, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+// A one-node model: every non-empty input tensor is a graph input (so its
+// values reach the kernel only at run time), an empty Tensor marks an omitted
+// optional input; outputs are declared by element type only.
+onnx::ModelProto one_node(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<DataType>& outs,
+                          const Attrs& attrs, int opset) {
+  onnx::ModelProto m = make_model(opset);
+  std::vector<std::string> in_names, out_names;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].empty()) {
+      in_names.push_back("");
+      continue;
+    }
+    in_names.push_back("in" + std::to_string(i));
+    add_io(m, true, in_names.back(), inputs[i].shape(), static_cast<int>(inputs[i].dtype()));
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    out_names.push_back("out" + std::to_string(k));
+    auto* v = m.mutable_graph()->add_output();
+    v->set_name(out_names.back());
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(outs[k]));
+  }
+  auto* n = add_node(m, op, op + "_node", in_names, out_names);
+  if (attrs) attrs(n);
+  return m;
+}
+
+std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<DataType>& outs,
+                           const Attrs& attrs = {}, int opset = 17) {
+  Session s = Session::from_bytes(bytes(one_node(op, inputs, outs, attrs, opset)));
+  std::map<std::string, Tensor> feed;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].empty()) feed["in" + std::to_string(i)] = inputs[i];
+  return s.run(feed);
+}
+
+// The message of the Error that loading or running the node throws ("" if none).
+std::string error_of(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<DataType>& outs,
+                     const Attrs& attrs = {}, int opset = 17) {
+  try {
+    run_op(op, inputs, outs, attrs, opset);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_ERROR_MENTIONS(msg, text) EXPECT_NE((msg).find(text), std::string::npos) << "message: " << (msg)
+
+Tensor i64(Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(s), v); }
+Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
+constexpr auto F = DataType::Float;
+constexpr auto I64 = DataType::Int64;
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+
+}  // namespace
+
+TEST(OpsIndexing, SliceNegativeStepsClampAndExtremeValues) {
+  const Tensor x = f32({5}, {0, 1, 2, 3, 4});
+  // start 10 clamps to 4, end -10 to "before 0": 4, 2, 0.
+  auto y = run_op("Slice", {x, i64({1}, {10}), i64({1}, {-10}), i64({1}, {0}), i64({1}, {-2})}, {F})[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 2, 0}));
+  // int64 extremes: the whole axis reversed, and one element for a huge step.
+  y = run_op("Slice", {x, i64({1}, {kMax}), i64({1}, {kMin}), Tensor(), i64({1}, {-1})}, {F})[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 3, 2, 1, 0}));
+  y = run_op("Slice", {x, i64({1}, {1}), i64({1}, {kMax}), Tensor(), i64({1}, {kMax})}, {F})[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1}));
+  // Empty ranges give an empty axis.
+  y = run_op("Slice", {x, i64({1}, {3}), i64({1}, {1}), Tensor(), Tensor()}, {F})[0];
+  EXPECT_EQ(y.shape(), (Shape{0}));
+}
+
+TEST(OpsIndexing, SliceOpset9AttributesAndInt32Inputs) {
+  const Tensor x = f32({2, 3}, {0, 1, 2, 3, 4, 5});
+  auto y = run_op("Slice", {x}, {F}, [](auto* n) {
+    set_ints(n, "starts", {1});
+    set_ints(n, "ends", {-1});
+    set_ints(n, "axes", {-1});
+  }, 9)[0];
+  EXPECT_EQ(y.shape(), (Shape{2, 1}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 4}));
+  auto i32 = [](std::vector<int32_t> v) { return Tensor::from_vector<int32_t>({static_cast<int64_t>(v.size())}, v); };
+  y = run_op("Slice", {x, i32({-1, 0}), i32({2, 3}), i32({0, 1}), i32({1, 2})}, {F})[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5}));
+}
+
+TEST(OpsIndexing, SliceErrors) {
+  const Tensor x = f32({5}, {0, 1, 2, 3, 4});
+  EXPECT_ERROR_MENTIONS(error_of("Slice", {x, i64({1}, {0}), i64({1}, {5}), Tensor(), i64({1}, {0})}, {F}), "step");
+  EXPECT_ERROR_MENTIONS(error_of("Slice", {x, i64({2}, {0, 0}), i64({2}, {5, 5}), i64({2}, {0, -1})}, {F}),
+                        "given twice");
+  EXPECT_ERROR_MENTIONS(error_of("Slice", {x, i64({1}, {0}), i64({2}, {5, 5})}, {F}), "must match");
+  EXPECT_ERROR_MENTIONS(error_of("Slice", {x, f32({1}, {0}), i64({1}, {5})}, {F}), "input 'starts'");
+}
+
+TEST(OpsIndexing, PadReflectNegativePadsAndOpset2Value) {
+  const Tensor x = f32({1, 4}, {1, 2, 3, 4});
+  // Reflect two on the left, crop one on the right.
+  auto y = run_op("Pad", {x, i64({4}, {0, 2, 0, -1})}, {F}, [](auto* n) { set_str(n, "mode", "reflect"); })[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 2, 1, 2, 3}));
+  y = run_op("Pad", {x, i64({4}, {0, 1, 0, 2})}, {F}, [](auto* n) { set_str(n, "mode", "edge"); })[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 1, 2, 3, 4, 4, 4}));
+  y = run_op("Pad", {x}, {F}, [](auto* n) {
+    set_ints(n, "pads", {1, 0, 0, 1});
+    set_float(n, "value", 7);
+  }, 10)[0];
+  EXPECT_EQ(y.shape(), (Shape{2, 5}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{7, 7, 7, 7, 7, 1, 2, 3, 4, 7}));
+}
+
+TEST(OpsIndexing, PadErrors) {
+  const Tensor x = f32({1, 4}, {1, 2, 3, 4});
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0})}, {F}, [](auto* n) { set_str(n, "mode", "wrap"); }),
+                        "attribute 'mode'");
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({2}, {0, 0})}, {F}), "expected 2 * rank");
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, -3, 0, -3})}, {F}), "invalid size");
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, -5, 0, 3})}, {F}), "invalid size");  // crops past the dim
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0}), i64({}, {1})}, {F}), "constant_value");
+}
+
+TEST(OpsIndexing, UniqueUnsortedAllOutputs) {
+  auto out = run_op("Unique", {f32({6}, {2, 1, 1, 3, 4, 3})}, {F, I64, I64, I64},
+                    [](auto* n) { set_int(n, "sorted", 0); });
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{2, 1, 3, 4}));
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(out[2].to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(out[3].to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 2, 1}));
+  // Sorted, NaN last and equal to itself.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  out = run_op("Unique", {f32({4}, {nan, 2, nan, 1})}, {F, I64, I64, I64});
+  EXPECT_EQ(out[0].size(), 3);
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 0}));
+  EXPECT_EQ(out[3].to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 2}));
+}
+
+TEST(OpsIndexing, TopKTiesTakeLowerIndexFirst) {
+  auto out = run_op("TopK", {f32({4}, {1, 3, 3, 2}), i64({1}, {2})}, {F, I64});
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{3, 3}));
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 2}));
+  out = run_op("TopK", {f32({4}, {2, 1, 1, 3}), i64({1}, {3})}, {F, I64}, [](auto* n) { set_int(n, "largest", 0); });
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 0}));
+  // Opset 9: k is an attribute.
+  out = run_op("TopK", {f32({2, 2}, {1, 2, 4, 3})}, {F, I64}, [](auto* n) { set_int(n, "k", 1); }, 9);
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  EXPECT_ERROR_MENTIONS(error_of("TopK", {f32({4}, {1, 2, 3, 4}), i64({1}, {5})}, {F, I64}), "k = 5");
+}
+
+TEST(OpsIndexing, ArgMaxSelectLastIndexAndArgMinKeepdims) {
+  const Tensor x = f32({2, 3}, {1, 5, 5, 2, 2, 0});
+  auto y = run_op("ArgMax", {x}, {I64}, [](auto* n) {
+    set_int(n, "axis", 1);
+    set_int(n, "select_last_index", 1);
+  })[0];
+  EXPECT_EQ(y.shape(), (Shape{2, 1}));
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{2, 1}));
+  y = run_op("ArgMin", {x}, {I64}, [](auto* n) {
+    set_int(n, "axis", -1);
+    set_int(n, "keepdims", 0);
+  })[0];
+  EXPECT_EQ(y.shape(), (Shape{2}));
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{0, 2}));
+  EXPECT_ERROR_MENTIONS(error_of("ArgMax", {f32({0, 2}, {})}, {I64}), "empty axis");
+}
+
+TEST(OpsIndexing, HardmaxFlattensBeforeOpset13) {
+  const Tensor x = f32({2, 2}, {1, 3, 4, 2});
+  // Opset 11, axis 0: one row of 4, a single 1 at the global maximum.
+  auto y = run_op("Hardmax", {x}, {F}, [](auto* n) { set_int(n, "axis", 0); }, 11)[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 1, 0}));
+  // Opset 13, axis 0: per column.
+  y = run_op("Hardmax", {x}, {F}, [](auto* n) { set_int(n, "axis", 0); }, 13)[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 1, 1, 0}));
+}
+
+TEST(OpsIndexing, GatherFamiliesCheckIndexRanges) {
+  const Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  auto i32 = Tensor::from_vector<int32_t>({2}, {-1, 0});
+  EXPECT_EQ(run_op("Gather", {x, i32}, {F})[0].to_vector<float>(), (std::vector<float>{3, 4, 1, 2}));
+  EXPECT_ERROR_MENTIONS(error_of("Gather", {x, i64({1}, {2})}, {F}), "Gather index 2 is out of range [-2, 2)");
+  EXPECT_ERROR_MENTIONS(error_of("GatherElements", {x, i64({1, 1}, {-3})}, {F}), "GatherElements index -3");
+  EXPECT_ERROR_MENTIONS(error_of("GatherND", {x, i64({1, 2}, {0, 5})}, {F}), "GatherND index 5");
+  EXPECT_ERROR_MENTIONS(error_of("GatherND", {x, i64({1, 3}, {0, 0, 0})}, {F}), "last dimension of indices");
+  EXPECT_ERROR_MENTIONS(error_of("GatherElements", {x, i64({1, 3}, {0, 0, 0})}, {F}), "exceed data");
+}
+
+TEST(OpsIndexing, ScatterReductionsWrapIntegers) {
+  const auto i32 = [](Shape s, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(s), v); };
+  // Duplicate indices accumulate; int32 overflow wraps instead of being undefined.
+  auto y = run_op("ScatterElements", {i32({3}, {2147483647, 1, 1}), i64({2}, {0, 0}), i32({2}, {1, 1})},
+                  {DataType::Int32}, [](auto* n) { set_str(n, "reduction", "add"); })[0];
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{-2147483647, 1, 1}));
+  y = run_op("ScatterND", {i32({2, 2}, {1, 2, 3, 4}), i64({2, 1}, {1, -1}), i32({2, 2}, {2, 2, 3, 3})},
+             {DataType::Int32}, [](auto* n) { set_str(n, "reduction", "mul"); })[0];
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 18, 24}));
+  EXPECT_ERROR_MENTIONS(error_of("ScatterND", {i32({2}, {1, 2}), i64({1, 1}, {0}), i32({1}, {1})}, {DataType::Int32},
+                                 [](auto* n) { set_str(n, "reduction", "max"); }),
+                        "attribute 'reduction'");
+  EXPECT_ERROR_MENTIONS(error_of("ScatterElements", {f32({2}, {1, 2}), i64({1}, {0}), f32({2}, {1, 2})}, {F}),
+                        "updates");
+}
+
+TEST(OpsIndexing, OneHotNegativeAndOutOfRangeIndices) {
+  auto y = run_op("OneHot", {i64({3}, {-1, 5, 0}), i64({}, {3}), f32({2}, {0, 1})}, {F})[0];
+  EXPECT_EQ(y.shape(), (Shape{3, 3}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 0, 1, 0, 0}));
+  EXPECT_ERROR_MENTIONS(error_of("OneHot", {i64({1}, {0}), i64({}, {0}), f32({2}, {0, 1})}, {F}), "depth");
+}
+
+TEST(OpsIndexing, CompressNonZeroAndErrors) {
+  const Tensor x = f32({2, 2}, {0, 2, -0.0f, 4});
+  auto nz = run_op("NonZero", {x}, {I64})[0];
+  EXPECT_EQ(nz.shape(), (Shape{2, 2}));
+  EXPECT_EQ(nz.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1, 1}));
+  auto cond = Tensor::from_vector<bool>({3}, {false, true, true});
+  EXPECT_EQ(run_op("Compress", {x, cond}, {F})[0].to_vector<float>(), (std::vector<float>{2, -0.0f}));
+  EXPECT_ERROR_MENTIONS(error_of("Compress", {x, cond}, {F}, [](auto* n) { set_int(n, "axis", 0); }), "longer");
+  EXPECT_ERROR_MENTIONS(error_of("Compress", {x, i64({1}, {1})}, {F}), "bool");
+}
+
+TEST(OpsIndexing, TensorOpsHandCheckedValues) {
+  // CumSum, exclusive and reverse together, on int32.
+  auto c = run_op("CumSum", {Tensor::from_vector<int32_t>({4}, {1, 2, 3, 4}), i64({}, {0})}, {DataType::Int32},
+                  [](auto* n) {
+                    set_int(n, "exclusive", 1);
+                    set_int(n, "reverse", 1);
+                  })[0];
+  EXPECT_EQ(c.to_vector<int32_t>(), (std::vector<int32_t>{9, 7, 4, 0}));
+  // Split opset 11 with the attribute; Tile; Expand both ways; Range with a negative delta.
+  auto parts = run_op("Split", {f32({5}, {1, 2, 3, 4, 5})}, {F, F}, [](auto* n) { set_ints(n, "split", {2, 3}); }, 11);
+  EXPECT_EQ(parts[1].to_vector<float>(), (std::vector<float>{3, 4, 5}));
+  auto t = run_op("Tile", {f32({1, 2}, {1, 2}), i64({2}, {2, 2})}, {F})[0];
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+  auto e = run_op("Expand", {f32({2, 1}, {1, 2}), i64({2}, {1, 3})}, {F})[0];
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{1, 1, 1, 2, 2, 2}));
+  auto r = run_op("Range", {i64({}, {10}), i64({}, {kMin}), i64({}, {kMin})}, {I64})[0];
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{10, 10 + kMin}));  // limit - start overflows int64
+  const int64_t q = int64_t{1} << 62;  // a span of nearly 2^64 in steps of -q: 4 values, no overflow
+  r = run_op("Range", {i64({}, {kMax}), i64({}, {kMin}), i64({}, {-q})}, {I64})[0];
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{kMax, kMax - q, kMax - q - q, kMax - q - q - q}));
+  // Trilu with a k far outside the matrix keeps everything (lower) or nothing (upper).
+  auto m = f32({2, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(run_op("Trilu", {m, i64({}, {kMax})}, {F}, [](auto* n) { set_int(n, "upper", 0); })[0].to_vector<float>(),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(run_op("Trilu", {m, i64({}, {kMax})}, {F})[0].to_vector<float>(), (std::vector<float>{0, 0, 0, 0}));
+  // EyeLike with an off-diagonal k and a bool dtype.
+  auto eye = run_op("EyeLike", {f32({2, 3}, {0, 0, 0, 0, 0, 0})}, {DataType::Bool}, [](auto* n) {
+    set_int(n, "k", 1);
+    set_int(n, "dtype", static_cast<int>(DataType::Bool));
+  })[0];
+  EXPECT_EQ(eye.to_vector<bool>(), (std::vector<bool>{false, true, false, false, false, true}));
+}
+
+TEST(OpsIndexing, TensorOpsErrors) {
+  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_ERROR_MENTIONS(error_of("Split", {x, i64({2}, {1, 1})}, {F, F}, [](auto* n) { set_int(n, "axis", 1); }),
+                        "do not split");
+  EXPECT_ERROR_MENTIONS(error_of("Split", {x}, {F, F}, [](auto* n) { set_int(n, "axis", 1); }), "equal parts");
+  EXPECT_ERROR_MENTIONS(error_of("Tile", {x, i64({1}, {2})}, {F}), "repeats has 1 values");
+  EXPECT_ERROR_MENTIONS(error_of("Tile", {x, i64({2}, {1, -1})}, {F}), "negative dimension");
+  EXPECT_ERROR_MENTIONS(error_of("Expand", {x, i64({1}, {2})}, {F}), "cannot be broadcast");
+  EXPECT_ERROR_MENTIONS(error_of("Range", {f32({}, {0}), f32({}, {1}), f32({}, {0})}, {F}), "delta must not be 0");
+  EXPECT_ERROR_MENTIONS(error_of("Range", {f32({}, {0}), i64({}, {1}), f32({}, {1})}, {F}), "share one type");
+  EXPECT_ERROR_MENTIONS(error_of("ReverseSequence", {x, i64({3}, {1, 2, 3})}, {F}, [](auto* n) {
+                          set_int(n, "time_axis", 1);
+                          set_int(n, "batch_axis", 1);
+                        }),
+                        "'time_axis'");
+  EXPECT_ERROR_MENTIONS(error_of("ReverseSequence", {x, i64({3}, {1, 2, 4})}, {F}), "sequence length 4");
+  EXPECT_ERROR_MENTIONS(error_of("DepthToSpace", {f32({1, 4, 1, 1}, {1, 2, 3, 4})}, {F}, [](auto* n) {
+                          set_int(n, "blocksize", 2);
+                          set_str(n, "mode", "XYZ");
+                        }),
+                        "attribute 'mode'");
+  EXPECT_ERROR_MENTIONS(error_of("SpaceToDepth", {f32({1, 1, 3, 2}, {1, 2, 3, 4, 5, 6})}, {F},
+                                 [](auto* n) { set_int(n, "blocksize", 2); }),
+                        "not divisible");
+  EXPECT_ERROR_MENTIONS(error_of("EyeLike", {x}, {F}, [](auto* n) { set_int(n, "dtype", 8); }), "attribute 'dtype'");
+  EXPECT_ERROR_MENTIONS(error_of("CumSum", {x, i64({}, {2})}, {F}), "axis 2");
+  EXPECT_ERROR_MENTIONS(error_of("Reshape", {x, i64({2}, {-1, -1})}, {F}), "more than one -1");
+}

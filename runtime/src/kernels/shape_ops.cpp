@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/common.h"
+#include "kernels/indexing_util.h"
 
 namespace epprof::rt::kernels {
 
@@ -25,11 +26,13 @@ std::unique_ptr<Kernel> make_flatten(const Node& node) {
   });
 }
 
+// allowzero (14+): a 0 in the shape is a real zero dim instead of "copy the input's dim".
 std::unique_ptr<Kernel> make_reshape(const Node& node) {
-  const bool allow_zero = node.attr_int("allowzero", 0) != 0;
+  const bool allow_zero = node.opset >= 14 && node.attr_int("allowzero", 0) != 0;
   return make_kernel([allow_zero](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    Shape shape = to_int64s(ctx.input(1));
+    if (ctx.input(1).rank() != 1) fail("Reshape shape must be a 1-D tensor, got " + ctx.input(1).description());
+    Shape shape = read_indices(ctx.input(1), "input 'shape'");
     int64_t known = 1;
     int infer = -1;
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -47,37 +50,11 @@ std::unique_ptr<Kernel> make_reshape(const Node& node) {
       }
     }
     if (infer >= 0) {
-      if (known == 0 || x.size() % known) fail("Reshape: cannot infer -1 for " + x.description() + " -> " + shape_to_string(shape));
+      if (known == 0 || x.size() % known != 0) fail("Reshape: cannot infer -1 for " + x.description() + " -> " + shape_to_string(shape));
       shape[static_cast<size_t>(infer)] = x.size() / known;
     }
     ctx.outputs[0] = x.reshaped(shape);
   });
-}
-
-template <typename T>
-void transpose_impl(const T* in, const Shape& in_shape, const std::vector<int64_t>& perm, T* out) {
-  const size_t r = in_shape.size();
-  std::vector<int64_t> in_strides(r, 1), out_shape(r), stride(r);
-  for (size_t i = r; i-- > 1;) in_strides[i - 1] = in_strides[i] * in_shape[i];
-  for (size_t i = 0; i < r; ++i) {
-    out_shape[i] = in_shape[static_cast<size_t>(perm[i])];
-    stride[i] = in_strides[static_cast<size_t>(perm[i])];
-  }
-  const int64_t n = shape_size(in_shape);
-  if (n == 0) return;
-  if (r == 0) { out[0] = in[0]; return; }
-  std::vector<int64_t> idx(r, 0);
-  const int64_t inner = out_shape[r - 1], inner_stride = stride[r - 1];
-  int64_t off = 0;
-  for (int64_t base = 0; base < n; base += inner) {
-    for (int64_t j = 0; j < inner; ++j) out[base + j] = in[off + j * inner_stride];
-    for (size_t d = r - 1; d-- > 0;) {
-      off += stride[d];
-      if (++idx[d] < out_shape[d]) break;
-      off -= stride[d] * out_shape[d];
-      idx[d] = 0;
-    }
-  }
 }
 
 std::unique_ptr<Kernel> make_transpose(const Node& node) {
@@ -89,20 +66,21 @@ std::unique_ptr<Kernel> make_transpose(const Node& node) {
     if (perm.empty())
       for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
     std::vector<bool> seen(r, false);
-    if (perm.size() != r) fail("Transpose perm has " + std::to_string(perm.size()) + " entries for " + x.description());
+    if (perm.size() != r) fail("attribute 'perm' has " + std::to_string(perm.size()) + " entries for " + x.description());
     for (int64_t& p : perm) {
       p = normalize_axis(p, static_cast<int64_t>(r));
-      if (seen[static_cast<size_t>(p)]) fail("Transpose perm is not a permutation");
+      if (seen[static_cast<size_t>(p)]) fail("attribute 'perm' " + shape_to_string(perm_attr) + " is not a permutation");
       seen[static_cast<size_t>(p)] = true;
     }
+    // Output dim i walks input dim perm[i]: a strided view with permuted strides.
+    const std::vector<int64_t> in_stride = strides_of(x.shape());
     Shape os(r);
-    for (size_t i = 0; i < r; ++i) os[i] = x.dim(static_cast<size_t>(perm[i]));
-    Tensor out(x.dtype(), os);
-    dispatch_any(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      transpose_impl(x.data<T>(), x.shape(), perm, out.mutable_data<T>());
-    });
-    ctx.outputs[0] = std::move(out);
+    std::vector<int64_t> stride(r);
+    for (size_t i = 0; i < r; ++i) {
+      os[i] = x.dim(static_cast<size_t>(perm[i]));
+      stride[i] = in_stride[static_cast<size_t>(perm[i])];
+    }
+    ctx.outputs[0] = strided_view(x, 0, os, stride);
   });
 }
 
@@ -110,6 +88,7 @@ std::unique_ptr<Kernel> make_concat(const Node& node) {
   if (!node.has_attr("axis")) fail(node.describe() + ": attribute 'axis' is required");
   const int64_t axis_attr = node.attr_int("axis", 0);
   return make_kernel([axis_attr](KernelContext& ctx) {
+    if (ctx.num_inputs() == 0) fail("Concat needs at least one input");
     const Tensor& first = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(first.rank());
     const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank));
@@ -144,6 +123,11 @@ std::unique_ptr<Kernel> make_concat(const Node& node) {
 }
 
 std::unique_ptr<Kernel> make_constant(const Node& node) {
+  if (node.attributes.size() != 1)
+    fail(node.describe() + ": exactly one value attribute must be set, got " + std::to_string(node.attributes.size()));
+  if (node.has_attr("value_string") || node.has_attr("value_strings"))
+    fail(node.describe() + ": string tensors are not supported");
+  if (node.has_attr("sparse_value")) fail(node.describe() + ": sparse tensors are not supported");
   Tensor value;
   if (const Attribute* a = node.attr("value"); a && a->kind == Attribute::Kind::Tensor) value = a->t;
   else if (node.has_attr("value_float")) value = Tensor::scalar(node.attr_float("value_float", 0));
@@ -155,14 +139,16 @@ std::unique_ptr<Kernel> make_constant(const Node& node) {
     auto v = node.attr_ints("value_ints");
     value = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
   } else {
-    fail(node.describe() + ": no supported value attribute (value, value_float(s), value_int(s))");
+    fail(node.describe() + ": attribute '" + node.attributes.begin()->first +
+         "' is not a value attribute (value, value_float(s), value_int(s))");
   }
   return make_kernel([value](KernelContext& ctx) { ctx.outputs[0] = value; });
 }
 
+// start/end (15+) select a clamped range of dims, negative values counting from the end.
 std::unique_ptr<Kernel> make_shape(const Node& node) {
-  const int64_t start_attr = node.attr_int("start", 0);
-  const bool has_end = node.has_attr("end");
+  const int64_t start_attr = node.opset >= 15 ? node.attr_int("start", 0) : 0;
+  const bool has_end = node.opset >= 15 && node.has_attr("end");
   const int64_t end_attr = node.attr_int("end", 0);
   return make_kernel([=](KernelContext& ctx) {
     const Shape& s = ctx.input(0).shape();
@@ -180,13 +166,14 @@ std::unique_ptr<Kernel> make_gather(const Node& node) {
   return make_kernel([axis_attr](KernelContext& ctx) {
     const Tensor& data = ctx.input(0);
     const Tensor& idx_t = ctx.input(1);
-    const std::vector<int64_t> idx = to_int64s(idx_t);
+    std::vector<int64_t> idx = read_indices(idx_t, "input 'indices'");
     const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, static_cast<int64_t>(data.rank())));
+    const int64_t n_axis = data.dim(axis);
+    for (int64_t& i : idx) i = wrap_index(i, n_axis, "Gather index");
     Shape os(data.shape().begin(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
     os.insert(os.end(), idx_t.shape().begin(), idx_t.shape().end());
     os.insert(os.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.shape().end());
     Tensor out(data.dtype(), os);
-    const int64_t n_axis = data.dim(axis);
     int64_t outer = 1, inner = 1;
     for (size_t d = 0; d < axis; ++d) outer *= data.dim(d);
     for (size_t d = axis + 1; d < data.rank(); ++d) inner *= data.dim(d);
@@ -194,14 +181,10 @@ std::unique_ptr<Kernel> make_gather(const Node& node) {
     const char* src = static_cast<const char*>(data.raw());
     char* dst = static_cast<char*>(out.raw_mutable());
     for (int64_t o = 0; o < outer; ++o)
-      for (size_t k = 0; k < idx.size(); ++k) {
-        int64_t i = idx[k];
-        if (i < -n_axis || i >= n_axis) fail("Gather index " + std::to_string(i) + " out of range for " + data.description());
-        if (i < 0) i += n_axis;
+      for (size_t k = 0; k < idx.size(); ++k)
         if (chunk)
           std::memcpy(dst + (static_cast<size_t>(o) * idx.size() + k) * chunk,
-                      src + static_cast<size_t>(o * n_axis + i) * chunk, chunk);
-      }
+                      src + static_cast<size_t>(o * n_axis + idx[k]) * chunk, chunk);
     ctx.outputs[0] = std::move(out);
   });
 }
@@ -214,7 +197,7 @@ std::vector<int64_t> axes_of(const Node& node, const KernelContext& ctx, bool& g
   }
   const Tensor* t = ctx.optional_input(1);
   given = t != nullptr;
-  return t ? to_int64s(*t) : std::vector<int64_t>{};
+  return t ? read_indices(*t, "input 'axes'") : std::vector<int64_t>{};
 }
 
 std::unique_ptr<Kernel> make_unsqueeze(const Node& node) {
@@ -222,7 +205,7 @@ std::unique_ptr<Kernel> make_unsqueeze(const Node& node) {
     const Tensor& x = ctx.input(0);
     bool given = false;
     std::vector<int64_t> axes = axes_of(node, ctx, given);
-    if (axes.empty()) fail("Unsqueeze needs axes");
+    if (axes.empty()) fail(node.opset < 13 ? "attribute 'axes' is required" : "input 'axes' is required");
     const int64_t out_rank = static_cast<int64_t>(x.rank() + axes.size());
     for (int64_t& a : axes) a = normalize_axis(a, out_rank);
     std::sort(axes.begin(), axes.end());
