@@ -97,6 +97,18 @@ double as_double(const Tensor& t, int64_t i) {
   return static_cast<double>(t.data<T>()[i]);
 }
 
+// One element of a non-floating-point tensor, for failure messages.
+std::string element_string(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::Int64: return std::to_string(t.data<int64_t>()[i]);
+    case DataType::Int32: return std::to_string(t.data<int32_t>()[i]);
+    case DataType::Int8: return std::to_string(t.data<int8_t>()[i]);
+    case DataType::Uint8: return std::to_string(t.data<uint8_t>()[i]);
+    case DataType::Bool: return t.data<bool>()[i] ? "true" : "false";
+    default: return "(" + std::to_string(element_size(t.dtype())) + " bytes)";
+  }
+}
+
 // The first mismatch (floating point: the worst element, if any exceeds the
 // tolerance), or "" when `got` matches `want`. `worst_error`, if given,
 // receives the largest relative error (0 for exact types that match).
@@ -114,8 +126,8 @@ std::string compare(const std::string& what, const Tensor& got, const Tensor& wa
     const size_t es = element_size(got.dtype());
     for (int64_t i = 0; i < got.size(); ++i)
       if (std::memcmp(a + i * es, b + i * es, es) != 0)
-        return what + ": element " + index_string(got.shape(), i) + " differs from ONNX Runtime's (exact match expected for " +
-               type_name(got.dtype()) + ")";
+        return what + ": element " + index_string(got.shape(), i) + " = " + element_string(got, i) +
+               ", ONNX Runtime " + element_string(want, i) + " (" + type_name(got.dtype()) + ": exact match expected)";
     return "";
   }
   double worst = -1;
