@@ -167,12 +167,16 @@ TEST_P(RealModels, MatchesOnnxRuntime) {
   ASSERT_TRUE(m.error.empty()) << m.error;
 
   std::map<std::string, Tensor> inputs;
-  for (int k = 0; k < m.inputs; ++k) {
-    NamedTensor t = read_tensor_file(m.ref + "/input_" + std::to_string(k) + ".pb");
-    inputs[t.name] = t.tensor;
-  }
   std::vector<NamedTensor> want;
-  for (int k = 0; k < m.outputs; ++k) want.push_back(read_tensor_file(m.ref + "/output_" + std::to_string(k) + ".pb"));
+  try {
+    for (int k = 0; k < m.inputs; ++k) {
+      NamedTensor t = read_tensor_file(m.ref + "/input_" + std::to_string(k) + ".pb");
+      inputs[t.name] = t.tensor;
+    }
+    for (int k = 0; k < m.outputs; ++k) want.push_back(read_tensor_file(m.ref + "/output_" + std::to_string(k) + ".pb"));
+  } catch (const std::exception& e) {
+    FAIL() << m.id << ": reference data: " << e.what() << " (run scripts/fetch_models.sh again)";
+  }
 
   std::vector<Tensor> got;
   size_t nodes = 0;
