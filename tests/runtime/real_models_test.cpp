@@ -9,15 +9,16 @@
 // |a - b| / (|b| + 1e-3) <= the model's tolerance for floating-point outputs
 // and exactly otherwise; then one profiled session runs it twice (the second
 // run goes through the profiler's event block) and must give the same
-// outputs and one node event per node execution.
+// outputs, bit for bit, and a node event for every node of the graph in
+// each run (nodes inside If branches may add more).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -197,7 +198,7 @@ TEST_P(RealModels, MatchesOnnxRuntime) {
     else std::printf("%s: max relative error %.3g (tolerance %g)\n", what.c_str(), worst, m.tolerance);
   }
 
-  // Profiled: the same outputs, one node event per node execution.
+  // Profiled: the same outputs, and node events for every node in each run.
   epprof::testing::TempDir dir;
   ProfilingOptions po;
   po.trace_path = dir.file("trace.json");
