@@ -1,5 +1,6 @@
 // epprof_runtime_bench: what profiling costs the reference runtime on the
-// bundled models (issue 3). Each model runs in two sessions in one process,
+// bundled models (issue 3) and, with --real-models, on the real models of the
+// model cache (scripts/fetch_models.sh). Each model runs in two sessions in one process,
 // profiling off and on (session-level profiling, ONNX Runtime's events and
 // args), with the runs interleaved so both see the same machine state.
 //
@@ -17,14 +18,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
+#include "epprof/rt/tensor_io.h"
 #include "onnx/onnx_pb.h"
 
 namespace {
@@ -125,10 +129,51 @@ std::string relu_chain_model(int n, int64_t width) {
   return m.SerializeAsString();
 }
 
-Session open_model(const std::string& dir, const std::string& name, SessionOptions opts) {
-  if (name == "relu_chain") return Session::from_bytes(relu_chain_model(200, 64), std::move(opts));
-  if (name == "relu_chain_cold") return Session::from_bytes(relu_chain_model(50, 1 << 18), std::move(opts));
-  return Session(dir + "/" + name + ".onnx", std::move(opts));
+// A model to measure: a bundled one (path), a relu chain (built in memory,
+// by name), or a real model of the cache with its reference inputs.
+struct ModelRef {
+  std::string name, path;
+  std::map<std::string, Tensor> inputs;  // empty: random inputs
+  bool real = false;
+};
+
+Session open_model(const ModelRef& m, SessionOptions opts) {
+  if (m.name == "relu_chain") return Session::from_bytes(relu_chain_model(200, 64), std::move(opts));
+  if (m.name == "relu_chain_cold") return Session::from_bytes(relu_chain_model(50, 1 << 18), std::move(opts));
+  return Session(m.path, std::move(opts));
+}
+
+// The real models of a model cache (manifest.txt, written by
+// scripts/fetch_models.sh: "id model-file reference-dir tolerance inputs
+// outputs"), each with its reference inputs. Throws when unreadable.
+std::vector<ModelRef> real_models(const std::string& cache) {
+  std::ifstream in(cache + "/manifest.txt");
+  if (!in) throw std::runtime_error("no " + cache + "/manifest.txt: run scripts/fetch_models.sh");
+  std::vector<ModelRef> models;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    ModelRef m;
+    std::string model, ref, tolerance;
+    int inputs = 0;
+    if (!(fields >> m.name >> model >> ref >> tolerance >> inputs))
+      throw std::runtime_error(cache + "/manifest.txt: malformed line '" + line + "'");
+    m.path = cache + "/" + model;
+    m.real = true;
+    for (int k = 0; k < inputs; ++k) {
+      NamedTensor t = read_tensor_file(cache + "/" + ref + "/input_" + std::to_string(k) + ".pb");
+      m.inputs[t.name] = t.tensor;
+    }
+    models.push_back(std::move(m));
+  }
+  return models;
+}
+
+std::string default_model_cache() {
+  if (const char* env = std::getenv("EPPROF_MODEL_CACHE"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/.cache/epprof/models";
 }
 
 double ns_per_tick() {
@@ -182,12 +227,16 @@ struct Row {
   size_t nodes;
   double off_ms, on_ms, ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
   double pct_target;
+  int runs = 0;
 };
 
 // With `ep` set (a plugin EP, e.g. OpenCL), every session runs on [ep, cpu]
 // and the profiled one also traces the EP's device work.
-Row measure(const std::string& dir, const std::string& name, int runs, double tick_ns,
-            const std::shared_ptr<PluginExecutionProvider>& ep, epprof_plugin_t ep_profiler, bool event_blocks) {
+// Real models run at most about `real_budget_s` seconds of interleaved runs
+// (at least 20): the OCR models take tens of ms a run on these machines.
+Row measure(const ModelRef& model, int runs, double tick_ns, const std::shared_ptr<PluginExecutionProvider>& ep,
+            epprof_plugin_t ep_profiler, bool event_blocks, double real_budget_s = 8) {
+  const std::string& name = model.name;
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
@@ -204,13 +253,17 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
   }
   on_opts.observer = &timed;
   null_opts.observer = &timed_null;
-  Session off = open_model(dir, name, off_opts), on = open_model(dir, name, on_opts),
-          empty = open_model(dir, name, null_opts);
-  const auto inputs = random_inputs(off);
+  Session off = open_model(model, off_opts), on = open_model(model, on_opts), empty = open_model(model, null_opts);
+  const auto inputs = model.inputs.empty() ? random_inputs(off) : model.inputs;
+  const auto warm0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 5; ++i) {
     off.run(inputs);
     on.run(inputs);
     empty.run(inputs);
+  }
+  if (model.real) {
+    const double per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() / 5;
+    runs = std::max(20, std::min(runs, int(real_budget_s / per_round)));
   }
   timed.reset();
   timed_null.reset();
@@ -251,6 +304,7 @@ Row measure(const std::string& dir, const std::string& name, int runs, double ti
   r.hook_ns_per_node = (timed.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
   r.hook_mean_ns_per_node = (timed.mean_ticks_per_node() - timed_null.mean_ticks_per_node()) * tick_ns;
   r.pct_target = ep ? 5.0 : name == "mlp" ? 10.0 : name.rfind("relu_chain", 0) == 0 ? 0 : 3.0;
+  r.runs = runs;
   return r;
 }
 
@@ -262,6 +316,8 @@ int main(int argc, char** argv) {
   std::string only;  // one model only
   int runs = 300;
   bool event_blocks = true;  // ProfilingOptions::event_blocks
+  bool real = false, real_only = false;  // the model cache's real models (scripts/fetch_models.sh)
+  std::string cache = default_model_cache();
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) runs = 20;
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(2, std::atoi(argv[++i]));
@@ -269,10 +325,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--ep") && i + 1 < argc) ep_name = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--no-blocks")) event_blocks = false;
+    else if (!std::strcmp(argv[i], "--real-models")) real = true;
+    else if (!std::strcmp(argv[i], "--real-only")) real = real_only = true;
+    else if (!std::strcmp(argv[i], "--model-cache") && i + 1 < argc) cache = argv[++i], real = true;
     else {
       std::fprintf(stderr,
                    "usage: epprof_runtime_bench [--quick] [--runs N] [--models DIR] [--ep cpu|opencl] [--only MODEL] "
-                   "[--no-blocks]\n");
+                   "[--no-blocks] [--real-models | --real-only] [--model-cache DIR]\n");
       return 2;
     }
   }
@@ -299,34 +358,53 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "epprof_runtime_bench: unknown --ep '%s' (cpu or opencl)\n", ep_name.c_str());
     return 2;
   }
+  std::vector<ModelRef> models;
+  if (!real_only)
+    for (const char* name : {"mlp", "cnn", "transformer", "relu_chain", "relu_chain_cold"})
+      models.push_back(ModelRef{name, dir + "/" + name + ".onnx", {}, false});
+  if (real) {
+    try {
+      for (auto& m : real_models(cache)) models.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "epprof_runtime_bench: real models: %s\n", e.what());
+      return 1;
+    }
+  }
   const double tick_ns = ns_per_tick();
   std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s\n\n",
               runs, ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)");
-  std::printf("%-12s %5s %10s %10s %8s %8s %12s %12s %12s %8s\n", "model", "nodes", "off ms", "on ms", "ratio",
+  std::printf("%-20s %5s %10s %10s %8s %8s %12s %12s %12s %8s\n", "model", "nodes", "off ms", "on ms", "ratio",
               "target", "e2e ns/node", "hooks ns/node", "hooks mean", "result");
   bool ok = true;
-  for (const char* name : {"mlp", "cnn", "transformer", "relu_chain", "relu_chain_cold"}) {
-    if (ep && !std::strncmp(name, "relu_chain", 10)) continue;
+  std::string real_runs;  // "id N, ..." for the note under the table
+  for (const ModelRef& model : models) {
+    const std::string& name = model.name;
+    if (ep && name.rfind("relu_chain", 0) == 0) continue;
     if (!only.empty() && only != name) continue;
     try {
-      Row r = measure(dir, name, runs, tick_ns, ep, ep_profiler, event_blocks);
+      Row r = measure(model, runs, tick_ns, ep, ep_profiler, event_blocks);
+      if (model.real) real_runs += (real_runs.empty() ? "" : ", ") + name + " " + std::to_string(r.runs);
       if (r.pct_target == 0) {  // diagnostic row: no target
-        std::printf("%-12s %5zu %10.3f %10.3f %8.4f %8s %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
+        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8s %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
                     r.off_ms, r.on_ms, r.ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node, r.hook_mean_ns_per_node,
                     "-");
         continue;
       }
       // Device tracing is judged on the per-run ratio alone; the CPU EP also on the in-hook cost.
       const bool pass = (r.ratio - 1) * 100 <= r.pct_target && (ep || r.hook_ns_per_node <= 100);
-      std::printf("%-12s %5zu %10.3f %10.3f %8.4f %7.0f%% %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
+      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %7.0f%% %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
                   r.off_ms, r.on_ms, r.ratio, r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
                   r.hook_mean_ns_per_node, pass ? "PASS" : "MISS");
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s: %s\n", name, e.what());
+      std::printf("%-20s not run: %s\n", name.c_str(), e.what());
       ok = false;
     }
   }
+  if (real)
+    std::printf("\nreal models (%s): reference inputs from the cache, target <= 3%% each; interleaved runs\n"
+                "capped at about 8 s per model (runs: %s)\n",
+                cache.c_str(), real_runs.empty() ? "none" : real_runs.c_str());
   if (ep) {
     std::printf("\ntarget: per-run overhead of device tracing <= 5%% on every model\n");
   } else {

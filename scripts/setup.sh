@@ -15,6 +15,7 @@ packages=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers libpfm4-dev
   # HTML report test (headless browser)
   chromium
+  nodejs  # scripts/fetch_models.sh (real-model tests); its npm comes with the machine's Node.js (Debian's npm conflicts with it)
 )
 
 missing=()
