@@ -15,8 +15,14 @@ packages=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers libpfm4-dev
   # HTML report test (headless browser)
   chromium
-  nodejs  # scripts/fetch_models.sh (real-model tests); its npm comes with the machine's Node.js (Debian's npm conflicts with it)
+  # scripts/fetch_models.sh (real-model tests, ONNX Runtime reference outputs)
+  nodejs
 )
+# Debian's nodejs has no npm; a Node.js from elsewhere (NodeSource) brings its
+# own and conflicts with Debian's npm package, so ask for it only when missing.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
