@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "epprof/epprof.h"
 #include "epprof/rt/error.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
+#include "epprof/rt/session_observer.h"
 #include "support/test_util.h"
 #include "test_models.h"
 
@@ -163,6 +166,13 @@ TEST(OpsControlFlow, IfBranchesReadOuterScopeValues) {
   EXPECT_EQ(floats(y[0]), (std::vector<float>{6, 12}));
   y = s.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(false)}});
   EXPECT_EQ(floats(y[0]), (std::vector<float>{2, 6}));
+  // The parallel executor waits for the values the branches read (xs).
+  SessionOptions so;
+  so.executor = ExecutorKind::Parallel;
+  so.threads = 2;
+  Session p = Session::from_bytes(if_model(), so);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(floats(p.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(true)}})[0]), (std::vector<float>{6, 12}));
 }
 
 TEST(OpsControlFlow, LoopCarriesValuesAndConcatenatesScanOutputs) {
@@ -410,4 +420,72 @@ TEST(OpsControlFlow, OptionalInputsMayBeEmpty) {
   Session s = Session::from_bytes(bytes(m));
   EXPECT_FALSE(s.run({{"o", Tensor::none(DataType::Float, true)}})[0].to_vector<bool>()[0]);
   EXPECT_TRUE(s.run({{"o", Tensor::sequence_of(DataType::Float, {})}})[0].to_vector<bool>()[0]);
+}
+
+// ---- Sessions: subgraph node executions are dispatches of their own --------
+
+namespace {
+
+struct DispatchLog {
+  epprof_counter_config_t config{0};
+  std::mutex mu;
+  std::map<uint32_t, int> counted;  // deliveries per node index
+  static epprof_status* dispatch(void* u, epprof_session_t, const epprof_dispatch_info*, epprof_counter_config_t* c) {
+    *c = static_cast<DispatchLog*>(u)->config;
+    return nullptr;
+  }
+  static epprof_status* record(void* u, epprof_session_t, const epprof_dispatch_info* info, const epprof_record*,
+                               size_t) {
+    auto* log = static_cast<DispatchLog*>(u);
+    std::lock_guard<std::mutex> lock(log->mu);
+    ++log->counted[info->node_index];
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST(OpsControlFlow, SessionCountersAttributeSubgraphNodes) {
+  const char* names[] = {"duration_ns", "flops"};
+  DispatchLog log;
+  ASSERT_EQ(epprof_counter_config_create("cpu", names, 2, &log.config), nullptr);
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.replay_mode = EPPROF_REPLAY_NONE;
+  cfg.callback = [](void*, epprof_session_t, const epprof_record*, size_t, uint64_t) -> epprof_status* {
+    return nullptr;
+  };
+  cfg.dispatch_callback = &DispatchLog::dispatch;
+  cfg.dispatch_user_data = &log;
+  cfg.counter_record_callback = &DispatchLog::record;
+  cfg.counter_record_user_data = &log;
+  epprof_session_t es{0};
+  ASSERT_EQ(epprof_session_create(&cfg, &es), nullptr);
+  ASSERT_EQ(epprof_session_start(es), nullptr);
+  Recorder rec;
+  SessionObserverOptions soo;
+  soo.inner = &rec;
+  SessionObserver obs(soo);
+  SessionOptions so;
+  so.observer = &obs;
+  {
+    Session s = Session::from_bytes(loop_model(), so);
+    auto out = s.run({{"M", Tensor::scalar<int64_t>(2)}, {"x", vec({1, 10})}});
+    EXPECT_EQ(floats(out[0]), (std::vector<float>{3, 30}));
+    // The Loop requests no counters (its body's nodes would share them); each
+    // body node execution is counted under its own session-unique index.
+    EXPECT_EQ(log.counted.count(uint32_t(s.nodes()[0].index)), 0u);
+    const Graph& body = *s.nodes()[0].attr_graph("body");
+    for (const Node& n : body.nodes) {
+      EXPECT_GT(n.index, s.nodes().size() - 1);
+      EXPECT_EQ(log.counted[uint32_t(n.index)], n.op_type == "If" ? 0 : 2) << n.name;
+    }
+    const Node& pick = body.nodes[1];
+    ASSERT_EQ(pick.name, "loop/body/pick");
+    EXPECT_EQ(log.counted[uint32_t(pick.attr_graph("then_branch")->nodes[0].index)], 1);  // first iteration
+    EXPECT_EQ(log.counted[uint32_t(pick.attr_graph("else_branch")->nodes[0].index)], 1);  // second
+  }
+  EXPECT_EQ(rec.events.size(), 2u * 13);  // every hook reached the inner observer
+  epprof_status_release(epprof_session_destroy(es));
+  epprof_status_release(epprof_counter_config_destroy(log.config));
 }
