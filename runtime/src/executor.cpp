@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 #include "epprof/profiler.h"
 #include "epprof/rt/error.h"
@@ -21,24 +22,27 @@ class Releaser {
     for (int s : np.out_slots)
       if (s >= 0 && !plan.keep[static_cast<size_t>(s)] && plan.use_count[static_cast<size_t>(s)] == 0)
         values[static_cast<size_t>(s)] = Tensor();
-    for (int s : np.in_slots) {
-      if (s < 0 || plan.keep[static_cast<size_t>(s)]) continue;
-      if (remaining_[static_cast<size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        values[static_cast<size_t>(s)] = Tensor();
-    }
+    for (int s : np.in_slots) release(plan, s, values);
+    for (int s : np.implicit_slots) release(plan, s, values);
   }
 
  private:
+  void release(const ExecPlan& plan, int s, std::vector<Tensor>& values) {
+    if (s < 0 || plan.keep[static_cast<size_t>(s)]) return;
+    if (remaining_[static_cast<size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      values[static_cast<size_t>(s)] = Tensor();
+  }
+
   std::vector<std::atomic<int>> remaining_;
 };
 
 // Kernel replay for an observer that asked for it: `n` more executions on
 // the same inputs into scratch outputs, so the run's results are untouched.
-void replay_kernel(const NodePlan& np, const std::vector<const Tensor*>& inputs, RunObserver& o,
-                   const NodeInfo& info, uint32_t n) {
+void replay_kernel(const NodePlan& np, const KernelContext& ctx, RunObserver& o, const NodeInfo& info, uint32_t n) {
   for (uint32_t pass = 1; pass <= n; ++pass) {
     KernelContext rc;
-    rc.inputs = inputs;
+    rc.inputs = ctx.inputs;
+    rc.subgraphs = ctx.subgraphs;
     rc.outputs.resize(np.out_slots.size());
     std::string what;
     o.replay_begin(info, pass);
@@ -84,7 +88,7 @@ class SequentialExecutor final : public Executor {
                const RunContext& run) override {
     Releaser rel(plan);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      run_node(plan.nodes[i], i, values, obs, run);
+      run_node(plan.nodes[i], run.first_node_id ? run.first_node_id + i : 0, values, obs, run);
       rel.after_node(plan, plan.nodes[i], values);
     }
   }
@@ -134,7 +138,7 @@ class ParallelExecutor final : public Executor {
     const NodePlan& np = st->plan.nodes[i];
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
-        run_node(np, i, st->values, st->obs, st->run);
+        run_node(np, st->run.first_node_id ? st->run.first_node_id + i : 0, st->values, st->obs, st->run);
       } catch (...) {
         std::lock_guard<std::mutex> lock(st->mu);
         if (!st->error) st->error = std::current_exception();
@@ -152,9 +156,51 @@ class ParallelExecutor final : public Executor {
   ThreadPool pool_;
 };
 
+// The SubgraphRunner of one execution of a node with GRAPH attributes:
+// runs a subgraph's plan sequentially on the calling thread, its values
+// from enclosing scopes taken from the node's implicit inputs.
+class NodeSubgraphs final : public SubgraphRunner {
+ public:
+  NodeSubgraphs(const NodePlan& np, const std::vector<Tensor>& values, const Observers& obs, const RunContext& run)
+      : np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {}
+
+  std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> inputs) const override {
+    const SubgraphPlan* sp = nullptr;
+    for (const SubgraphPlan& s : np_.subgraphs)
+      if (s.graph == &graph) sp = &s;
+    if (!sp) throw Error(ErrorKind::Kernel, "graph '" + graph.name + "' is not a subgraph of " + np_.node->describe());
+    const ExecPlan& plan = *sp->plan;
+    if (inputs.size() != plan.input_slots.size())
+      throw Error(ErrorKind::Kernel, "subgraph '" + graph.name + "' takes " + std::to_string(plan.input_slots.size()) +
+                                         " inputs, got " + std::to_string(inputs.size()));
+    std::vector<Tensor> values = plan.constants;
+    for (size_t i = 0; i < plan.outer_slots.size(); ++i)
+      values[static_cast<size_t>(plan.outer_slots[i])] =
+          values_[static_cast<size_t>(np_.implicit_slots[sp->outer_from[i]])];
+    for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
+    // The run reserved correlation ids for the top-level plan's positions
+    // only: each subgraph node execution takes a fresh one.
+    Releaser rel(plan);
+    for (const NodePlan& n : plan.nodes) {
+      run_node(n, obs_.count ? epprof_correlation_id_next() : 0, values, obs_, run_);
+      rel.after_node(plan, n, values);
+    }
+    std::vector<Tensor> outputs;
+    outputs.reserve(plan.output_slots.size());
+    for (int id : plan.output_slots) outputs.push_back(values[static_cast<size_t>(id)]);
+    return outputs;
+  }
+
+ private:
+  const NodePlan& np_;
+  const std::vector<Tensor>& values_;
+  const Observers& obs_;
+  const RunContext run_;  // no shape epoch: a subgraph's shapes may change between its executions
+};
+
 }  // namespace
 
-void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, const Observers& obs,
+void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run) {
   const Node& node = *np.node;
   KernelContext ctx;
@@ -162,8 +208,9 @@ void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, 
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
-  const NodeInfo info{node, *np.provider, run.run_id, run.first_node_id ? run.first_node_id + position : 0,
-                      run.shape_epoch, np.node_index};
+  std::optional<NodeSubgraphs> subgraphs;
+  if (__builtin_expect(!np.subgraphs.empty(), 0)) ctx.subgraphs = &subgraphs.emplace(np, values, obs, run);
+  const NodeInfo info{node, *np.provider, run.run_id, correlation_id, run.shape_epoch, np.node_index};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);
@@ -181,7 +228,7 @@ void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, 
   for (size_t o = 0; o < np.out_slots.size(); ++o)
     if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
   for (int k = 0; k < obs.count; ++k)
-    if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx.inputs, *obs.list[k], info, n);
+    if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, *obs.list[k], info, n);
 }
 
 std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }

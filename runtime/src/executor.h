@@ -11,6 +11,17 @@
 
 namespace epprof::rt::detail {
 
+struct ExecPlan;
+
+// A GRAPH attribute of a node, compiled like the top-level graph.
+struct SubgraphPlan {
+  const Graph* graph = nullptr;
+  std::shared_ptr<const ExecPlan> plan;
+  // For each of plan->outer_slots: the position of its value in the
+  // node's implicit_slots.
+  std::vector<size_t> outer_from;
+};
+
 struct NodePlan {
   const Node* node = nullptr;
   size_t node_index = 0;  // node->index
@@ -21,6 +32,8 @@ struct NodePlan {
   std::vector<bool> input_is_initializer;
   std::vector<size_t> consumers;  // distinct nodes reading an output of this one
   int num_producers = 0;          // distinct nodes this one waits for
+  std::vector<int> implicit_slots;       // node->implicit_inputs: values its subgraphs read
+  std::vector<SubgraphPlan> subgraphs;   // one per GRAPH attribute
 };
 
 struct ExecPlan {
@@ -31,6 +44,10 @@ struct ExecPlan {
   std::vector<int> use_count;         // node-input references per slot
   std::vector<bool> keep;             // graph outputs and constants: never released
   std::vector<NodePlan> nodes;        // topological order
+  // A subgraph's plan: the slots of the values it reads from enclosing
+  // scopes (Graph::outer_inputs order) and the kernels of its nodes.
+  std::vector<int> outer_slots;
+  std::vector<std::unique_ptr<Kernel>> kernels;
 };
 
 // What one run tells its nodes' observers (see NodeInfo).
@@ -63,9 +80,10 @@ class Executor {
 std::unique_ptr<Executor> make_sequential_executor();
 std::unique_ptr<Executor> make_parallel_executor(int threads);
 
-// Runs one node: gathers inputs, computes, stores outputs, calls the observers.
-// Errors are rethrown as Error naming the node.
-void run_node(const NodePlan& np, size_t position, std::vector<Tensor>& values, const Observers& obs,
+// Runs one node: gathers inputs, computes, stores outputs, calls the observers
+// with `correlation_id` (0 without observers). Errors are rethrown as Error
+// naming the node.
+void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run);
 
 }  // namespace epprof::rt::detail

@@ -15,6 +15,8 @@ const char* kind_name(Attribute::Kind k) {
     case Attribute::Kind::Floats: return "floats";
     case Attribute::Kind::Ints: return "ints";
     case Attribute::Kind::Strings: return "strings";
+    case Attribute::Kind::Graph: return "graph";
+    case Attribute::Kind::TypeProto: return "type";
     case Attribute::Kind::Other: break;
   }
   return "other";
@@ -57,6 +59,11 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<i
 std::vector<float> Node::attr_floats(const std::string& key) const {
   const Attribute* a = get(*this, key, Attribute::Kind::Floats);
   return a ? a->floats : std::vector<float>{};
+}
+
+const Graph* Node::attr_graph(const std::string& key) const {
+  const Attribute* a = get(*this, key, Attribute::Kind::Graph);
+  return a ? a->graph.get() : nullptr;
 }
 
 size_t Node::num_present_inputs() const {

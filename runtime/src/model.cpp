@@ -16,49 +16,84 @@ namespace {
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// Tensors, sequences of tensors and optionals of either; `strict`: throw for
+// anything else (or an unsupported element type), otherwise leave it unknown.
 IoInfo io_info_from_proto(const onnx::ValueInfoProto& v, bool strict) {
   IoInfo info;
   info.name = v.name();
-  if (!v.has_type() || !v.type().has_tensor_type()) {
-    if (strict) throw Error(ErrorKind::InvalidModel, "graph value '" + v.name() + "' is not a tensor");
-    return info;
+  auto unknown = [&](const std::string& why) {
+    if (strict) throw Error(ErrorKind::InvalidModel, "graph value '" + v.name() + "' " + why);
+    IoInfo none;
+    none.name = v.name();
+    return none;
+  };
+  if (!v.has_type()) return unknown("has no type");
+  const onnx::TypeProto* type = &v.type();
+  if (type->has_optional_type()) {
+    info.optional = true;
+    type = &type->optional_type().elem_type();
   }
-  const auto& tt = v.type().tensor_type();
-  if (!is_supported_type(tt.elem_type())) {
-    if (strict)
-      throw Error(ErrorKind::InvalidModel, "graph value '" + v.name() + "' has unsupported element type " +
-                                               std::to_string(tt.elem_type()));
-    return info;
+  if (type->has_sequence_type()) {
+    info.kind = ValueKind::Sequence;
+    type = &type->sequence_type().elem_type();
   }
+  if (!type->has_tensor_type()) return unknown("is not a tensor, a sequence of tensors or an optional of either");
+  const auto& tt = type->tensor_type();
+  if (!is_supported_type(tt.elem_type()))
+    return unknown("has unsupported element type " + std::to_string(tt.elem_type()));
   info.type = static_cast<DataType>(tt.elem_type());
-  if (tt.has_shape()) {
+  if (info.kind == ValueKind::Tensor && tt.has_shape()) {
     info.has_shape = true;
     for (const auto& d : tt.shape().dim()) info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
   }
   return info;
 }
 
-Node node_from_proto(const onnx::NodeProto& p, size_t original_index, const std::map<std::string, int>& opsets) {
+// What parsing a graph and its subgraphs shares.
+struct LoadContext {
+  const std::map<std::string, int>& opsets;
+  size_t next_index;  // Node::index of the next subgraph's first node
+};
+
+std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, const std::string& name,
+                                                 const std::set<std::string>& outer, LoadContext& ctx);
+
+// `prefix`: "" for a top-level node, "<graph name>/" for a subgraph's.
+// `visible`: every name a subgraph of this node may read from enclosing scopes.
+Node node_from_proto(const onnx::NodeProto& p, size_t original_index, LoadContext& ctx, const std::string& prefix,
+                     const std::set<std::string>& visible) {
   Node n;
   n.op_type = p.op_type();
-  n.name = p.name().empty() ? p.op_type() + "_" + std::to_string(original_index) : p.name();
+  n.name = prefix + (p.name().empty() ? p.op_type() + "_" + std::to_string(original_index) : p.name());
   n.domain = is_default_domain(p.domain()) ? std::string() : p.domain();
   if (n.op_type.empty()) throw Error(ErrorKind::InvalidModel, "node #" + std::to_string(original_index) + " has no op_type");
-  auto it = opsets.find(n.domain);
-  if (it == opsets.end())
+  auto it = ctx.opsets.find(n.domain);
+  if (it == ctx.opsets.end())
     throw Error(ErrorKind::InvalidModel, n.describe() + " uses domain '" + n.domain + "' which the model does not import");
   n.opset = it->second;
   n.inputs.assign(p.input().begin(), p.input().end());
   n.outputs.assign(p.output().begin(), p.output().end());
+  std::set<std::string> implicit;
   for (const auto& a : p.attribute()) {
     if (a.name().empty()) throw Error(ErrorKind::InvalidModel, n.describe() + " has an attribute with no name");
-    n.attributes[a.name()] = attribute_from_proto(a, n.describe());
+    if (a.type() == onnx::AttributeProto::GRAPH || (a.type() == onnx::AttributeProto::UNDEFINED && a.has_g())) {
+      Attribute attr;
+      attr.kind = Attribute::Kind::Graph;
+      attr.graph = subgraph_from_proto(a.g(), n.name + "/" + a.name(), visible, ctx);
+      implicit.insert(attr.graph->outer_inputs.begin(), attr.graph->outer_inputs.end());
+      n.attributes[a.name()] = std::move(attr);
+    } else {
+      n.attributes[a.name()] = attribute_from_proto(a, n.describe());
+    }
   }
+  n.implicit_inputs.assign(implicit.begin(), implicit.end());
   return n;
 }
 
 // Kahn's algorithm; ties broken by original position so the order is stable.
-std::vector<Node> topological_sort(std::vector<Node> nodes, const std::set<std::string>& available) {
+// A node depends on its inputs and on its subgraphs' implicit inputs.
+// Node::index becomes `base` + position.
+std::vector<Node> topological_sort(std::vector<Node> nodes, const std::set<std::string>& available, size_t base = 0) {
   std::map<std::string, size_t> producer;
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const auto& o : nodes[i].outputs) {
@@ -70,7 +105,9 @@ std::vector<Node> topological_sort(std::vector<Node> nodes, const std::set<std::
   std::vector<size_t> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> consumers(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
-    for (const auto& in : nodes[i].inputs) {
+    std::vector<std::string> reads = nodes[i].inputs;
+    reads.insert(reads.end(), nodes[i].implicit_inputs.begin(), nodes[i].implicit_inputs.end());
+    for (const auto& in : reads) {
       if (in.empty() || available.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
@@ -93,7 +130,7 @@ std::vector<Node> topological_sort(std::vector<Node> nodes, const std::set<std::
     for (size_t c : consumers[i])
       if (--pending[c] == 0) ready.push(c);
     order.push_back(std::move(nodes[i]));
-    order.back().index = order.size() - 1;
+    order.back().index = base + order.size() - 1;
   }
   if (order.size() != nodes.size()) {
     for (size_t i = 0; i < nodes.size(); ++i)
@@ -102,6 +139,94 @@ std::vector<Node> topological_sort(std::vector<Node> nodes, const std::set<std::
                                           std::to_string(nodes.size() - order.size()) + " nodes never become ready)");
   }
   return order;
+}
+
+// Sets each node's input_info from what is known of its inputs.
+void set_input_info(std::vector<Node>& nodes, const std::map<std::string, Tensor>& initializers,
+                    const std::map<std::string, IoInfo>& value_info) {
+  for (auto& n : nodes) {
+    n.input_info.assign(n.inputs.size(), ValueInfo{});
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ValueInfo& vi = n.input_info[i];
+      if (auto init = initializers.find(n.inputs[i]); init != initializers.end()) {
+        vi = ValueInfo{init->second.dtype(), init->second.shape(), true};
+      } else if (auto it = value_info.find(n.inputs[i]); it != value_info.end() && it->second.kind == ValueKind::Tensor &&
+                                                          !it->second.optional) {
+        vi = ValueInfo{it->second.type, it->second.shape, it->second.has_shape};
+      }
+    }
+  }
+}
+
+std::map<std::string, Tensor> initializers_from_proto(const onnx::GraphProto& g, const std::string& where) {
+  if (g.sparse_initializer_size() > 0)
+    throw Error(ErrorKind::BadInitializer, "sparse initializers are not supported" + where);
+  std::map<std::string, Tensor> out;
+  for (const auto& init : g.initializer()) {
+    if (init.name().empty()) throw Error(ErrorKind::BadInitializer, "an initializer has no name" + where);
+    Tensor t = tensor_from_proto(init, "initializer '" + init.name() + "'" + where, ErrorKind::BadInitializer);
+    if (!out.emplace(init.name(), std::move(t)).second)
+      throw Error(ErrorKind::InvalidModel, "initializer '" + init.name() + "'" + where + " is defined twice");
+  }
+  return out;
+}
+
+// A GRAPH attribute: `outer` holds every name of the enclosing scopes.
+std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, const std::string& name,
+                                                 const std::set<std::string>& outer, LoadContext& ctx) {
+  auto graph = std::make_shared<Graph>();
+  graph->name = name;
+  const std::string where = " of subgraph '" + name + "'";
+  graph->initializers = initializers_from_proto(g, where);
+  std::set<std::string> local;  // defined in this graph: initializers, inputs, node outputs
+  for (const auto& kv : graph->initializers) local.insert(kv.first);
+  for (const auto& in : g.input()) {
+    if (in.name().empty()) throw Error(ErrorKind::InvalidModel, "an input" + where + " has no name");
+    if (!local.insert(in.name()).second && !graph->initializers.count(in.name()))
+      throw Error(ErrorKind::InvalidModel, "input '" + in.name() + "'" + where + " is declared twice");
+    graph->inputs.push_back(io_info_from_proto(in, false));
+  }
+  std::set<std::string> inputs_and_inits = local;
+  for (const auto& node : g.node())
+    for (const auto& o : node.output())
+      if (!o.empty()) local.insert(o);
+  std::set<std::string> visible = outer;  // for this graph's own subgraphs
+  visible.insert(local.begin(), local.end());
+
+  // Reserve this graph's node indices before its subgraphs take theirs.
+  const size_t base = ctx.next_index;
+  ctx.next_index += static_cast<size_t>(g.node_size());
+  std::vector<Node> nodes;
+  nodes.reserve(static_cast<size_t>(g.node_size()));
+  for (int i = 0; i < g.node_size(); ++i)
+    nodes.push_back(node_from_proto(g.node(i), static_cast<size_t>(i), ctx, name + "/", visible));
+
+  std::set<std::string> outer_reads;
+  auto resolve = [&](const std::string& value, const std::string& reader) {
+    if (value.empty() || local.count(value)) return;
+    if (!outer.count(value))
+      throw Error(ErrorKind::DanglingInput, reader + " reads '" + value + "', which is no input, initializer or node output" +
+                                                where + " nor a value of an enclosing scope");
+    outer_reads.insert(value);
+  };
+  for (const auto& n : nodes) {
+    for (const auto& in : n.inputs) resolve(in, n.describe());
+    for (const auto& in : n.implicit_inputs) resolve(in, n.describe());
+  }
+  for (const auto& out : g.output()) {
+    resolve(out.name(), "output '" + out.name() + "'" + where);
+    graph->outputs.push_back(io_info_from_proto(out, false));
+  }
+  std::set<std::string> available = inputs_and_inits;
+  available.insert(outer_reads.begin(), outer_reads.end());
+  graph->nodes = topological_sort(std::move(nodes), available, base);
+  graph->outer_inputs.assign(outer_reads.begin(), outer_reads.end());
+
+  std::map<std::string, IoInfo> value_info;
+  for (const auto& v : g.value_info()) value_info[v.name()] = io_info_from_proto(v, false);
+  for (const auto& v : graph->inputs) value_info[v.name] = v;
+  set_input_info(graph->nodes, graph->initializers, value_info);
+  return graph;
 }
 
 Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions& options) {
@@ -125,14 +250,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   m.opset = m.opsets[""];
 
   const auto& g = proto.graph();
-  if (g.sparse_initializer_size() > 0)
-    throw Error(ErrorKind::BadInitializer, "sparse initializers are not supported");
-  for (const auto& init : g.initializer()) {
-    if (init.name().empty()) throw Error(ErrorKind::BadInitializer, "an initializer has no name");
-    Tensor t = tensor_from_proto(init, "initializer '" + init.name() + "'", ErrorKind::BadInitializer);
-    if (!m.initializers.emplace(init.name(), std::move(t)).second)
-      throw Error(ErrorKind::InvalidModel, "initializer '" + init.name() + "' is defined twice");
-  }
+  m.initializers = initializers_from_proto(g, "");
   std::set<std::string> available;
   for (const auto& kv : m.initializers) available.insert(kv.first);
   for (const auto& in : g.input()) {
@@ -142,9 +260,15 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
       throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is declared twice");
     m.inputs.push_back(io_info_from_proto(in, true));
   }
+  std::set<std::string> visible = available;  // what subgraphs may read
+  for (const auto& node : g.node())
+    for (const auto& o : node.output())
+      if (!o.empty()) visible.insert(o);
+  LoadContext ctx{m.opsets, static_cast<size_t>(g.node_size())};
   std::vector<Node> nodes;
   nodes.reserve(static_cast<size_t>(g.node_size()));
-  for (int i = 0; i < g.node_size(); ++i) nodes.push_back(node_from_proto(g.node(i), static_cast<size_t>(i), m.opsets));
+  for (int i = 0; i < g.node_size(); ++i)
+    nodes.push_back(node_from_proto(g.node(i), static_cast<size_t>(i), ctx, "", visible));
   m.nodes = topological_sort(std::move(nodes), available);
 
   std::set<std::string> produced = available;
@@ -167,17 +291,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   for (const auto& v : proto.graph().value_info()) m.value_info[v.name()] = io_info_from_proto(v, false);
   for (const auto& v : m.inputs) m.value_info[v.name] = v;
   for (const auto& v : m.outputs) m.value_info[v.name] = v;
-  for (auto& n : m.nodes) {
-    n.input_info.assign(n.inputs.size(), ValueInfo{});
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      ValueInfo& vi = n.input_info[i];
-      if (auto init = m.initializers.find(n.inputs[i]); init != m.initializers.end()) {
-        vi = ValueInfo{init->second.dtype(), init->second.shape(), true};
-      } else if (auto it = m.value_info.find(n.inputs[i]); it != m.value_info.end()) {
-        vi = ValueInfo{it->second.type, it->second.shape, it->second.has_shape};
-      }
-    }
-  }
+  set_input_info(m.nodes, m.initializers, m.value_info);
   return m;
 }
 

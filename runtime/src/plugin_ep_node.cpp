@@ -13,6 +13,8 @@ int32_t attr_type(Attribute::Kind kind) {
     case Attribute::Kind::Floats: return EPPROF_EP_ATTR_FLOATS;
     case Attribute::Kind::Ints: return EPPROF_EP_ATTR_INTS;
     case Attribute::Kind::Strings: return EPPROF_EP_ATTR_STRINGS;
+    case Attribute::Kind::Graph:  // subgraphs and types are not passed to plugin EPs
+    case Attribute::Kind::TypeProto:
     case Attribute::Kind::Other: break;
   }
   return EPPROF_EP_ATTR_UNDEFINED;

@@ -122,6 +122,7 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string&
     else if (a.floats_size()) type = onnx::AttributeProto::FLOATS;
     else if (a.ints_size()) type = onnx::AttributeProto::INTS;
     else if (a.strings_size()) type = onnx::AttributeProto::STRINGS;
+    else if (a.has_tp()) type = onnx::AttributeProto::TYPE_PROTO;
   }
   switch (type) {
     case onnx::AttributeProto::FLOAT: out.kind = Attribute::Kind::Float; out.f = a.f(); break;
@@ -143,6 +144,19 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string&
       out.kind = Attribute::Kind::Strings;
       out.strings.assign(a.strings().begin(), a.strings().end());
       break;
+    case onnx::AttributeProto::TYPE_PROTO: {
+      const onnx::TypeProto* t = &a.tp();
+      if (t->has_optional_type()) t = &t->optional_type().elem_type();
+      const bool of_sequence = t->has_sequence_type();
+      if (of_sequence) t = &t->sequence_type().elem_type();
+      if (!t->has_tensor_type() || !is_supported_type(t->tensor_type().elem_type())) {
+        out.kind = Attribute::Kind::Other;  // a type the runtime cannot hold; ops reading it reject it
+        break;
+      }
+      out.kind = Attribute::Kind::TypeProto;
+      out.t = Tensor::none(static_cast<DataType>(t->tensor_type().elem_type()), of_sequence);
+      break;
+    }
     default: out.kind = Attribute::Kind::Other; break;
   }
   return out;

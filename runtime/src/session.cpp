@@ -45,6 +45,7 @@ class PhaseScope {
   SessionPhaseInfo info_;
 };
 
+<<<<<<< HEAD
 // What a model needs that no execution provider offers, grouped by (domain,
 // op, opset): the whole gap in one error, not one op per failed attempt.
 class UnclaimedOps {
@@ -77,10 +78,38 @@ class UnclaimedOps {
   };
   std::map<std::tuple<std::string, std::string, int>, Entry> entries_;
 };
+=======
+// Picks the first provider that claims `node` (its index in `provider`) and creates its kernel.
+std::unique_ptr<Kernel> create_kernel(const Session::Impl& s, const Node& node, size_t& provider) {
+  size_t chosen = s.providers.size();
+  for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
+    if (s.providers[p]->claims(node)) chosen = p;
+  if (chosen == s.providers.size()) {
+    std::string tried;
+    for (const auto& n : s.provider_names) tried += (tried.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::UnsupportedOp, "no execution provider claims op '" + node.op_type + "' of node '" +
+                                              node.name + "' (domain '" + node.domain + "', opset " +
+                                              std::to_string(node.opset) + "); providers tried: " + tried);
+  }
+  std::unique_ptr<Kernel> kernel;
+  try {
+    kernel = s.providers[chosen]->create_kernel(node);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Kernel) throw;
+    throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.message());
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.what());
+  }
+  if (!kernel) throw Error(ErrorKind::UnsupportedOp, s.provider_names[chosen] + " created no kernel for " + node.describe());
+  provider = chosen;
+  return kernel;
+}
+>>>>>>> wt-ctrl
 
 void assign_and_create_kernels(Session::Impl& s) {
   UnclaimedOps unclaimed;
   for (const Node& node : s.model.nodes) {
+<<<<<<< HEAD
     size_t chosen = s.providers.size();
     for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
       if (s.providers[p]->claims(node)) chosen = p;
@@ -99,11 +128,45 @@ void assign_and_create_kernels(Session::Impl& s) {
       throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.what());
     }
     if (!s.kernels.back()) throw Error(ErrorKind::UnsupportedOp, s.provider_names[chosen] + " created no kernel for " + node.describe());
+=======
+    size_t provider = 0;
+    s.kernels.push_back(create_kernel(s, node, provider));
+    s.node_provider.push_back(provider);
+>>>>>>> wt-ctrl
   }
 }
 
-void build_plan(Session::Impl& s) {
-  detail::ExecPlan& plan = s.plan;
+// What a graph (top-level or subgraph) brings to its plan.
+struct GraphParts {
+  const std::vector<Node>& nodes;
+  const std::map<std::string, Tensor>& initializers;
+  std::vector<std::string> outer;    // names read from enclosing scopes (subgraphs)
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<const Kernel*> kernels;  // per node
+  std::vector<size_t> providers;       // per node
+};
+
+void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan);
+
+// A GRAPH attribute's plan: its nodes assigned to the session's providers
+// like top-level nodes, their kernels created now and owned by the plan.
+std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s, const Graph& graph) {
+  auto plan = std::make_shared<detail::ExecPlan>();
+  GraphParts parts{graph.nodes, graph.initializers, graph.outer_inputs, {}, {}, {}, {}};
+  for (const auto& in : graph.inputs) parts.inputs.push_back(in.name);
+  for (const auto& out : graph.outputs) parts.outputs.push_back(out.name);
+  for (const Node& node : graph.nodes) {
+    size_t provider = 0;
+    plan->kernels.push_back(create_kernel(s, node, provider));
+    parts.kernels.push_back(plan->kernels.back().get());
+    parts.providers.push_back(provider);
+  }
+  build_plan(s, parts, *plan);
+  return plan;
+}
+
+void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan) {
   std::map<std::string, int> slot;
   std::vector<bool> is_init;
   auto slot_of = [&](const std::string& name) {
@@ -114,19 +177,20 @@ void build_plan(Session::Impl& s) {
     is_init.push_back(false);
     return id;
   };
-  for (const auto& kv : s.model.initializers) {
+  for (const auto& name : g.outer) plan.outer_slots.push_back(slot_of(name));
+  for (const auto& kv : g.initializers) {
     const int id = slot_of(kv.first);
     is_init[static_cast<size_t>(id)] = true;
   }
-  for (const auto& in : s.model.inputs) plan.input_slots.push_back(slot_of(in.name));
+  for (const auto& in : g.inputs) plan.input_slots.push_back(slot_of(in));
   std::map<int, size_t> producer;
-  for (size_t i = 0; i < s.model.nodes.size(); ++i) {
-    const Node& node = s.model.nodes[i];
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
     detail::NodePlan np;
     np.node = &node;
     np.node_index = node.index;
-    np.kernel = s.kernels[i].get();
-    np.provider = &s.provider_names[s.node_provider[i]];
+    np.kernel = g.kernels[i];
+    np.provider = &s.provider_names[g.providers[i]];
     for (const auto& in : node.inputs) {
       np.in_slots.push_back(in.empty() ? -1 : slot_of(in));
       np.input_is_initializer.push_back(!in.empty() && is_init[static_cast<size_t>(np.in_slots.back())]);
@@ -135,14 +199,26 @@ void build_plan(Session::Impl& s) {
       np.out_slots.push_back(out.empty() ? -1 : slot_of(out));
       if (!out.empty()) producer[np.out_slots.back()] = i;
     }
+    for (const auto& name : node.implicit_inputs) np.implicit_slots.push_back(slot_of(name));
+    for (const auto& kv : node.attributes) {
+      if (kv.second.kind != Attribute::Kind::Graph) continue;
+      detail::SubgraphPlan sp;
+      sp.graph = kv.second.graph.get();
+      sp.plan = compile_subgraph(s, *sp.graph);
+      for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
+        sp.outer_from.push_back(static_cast<size_t>(
+            std::lower_bound(node.implicit_inputs.begin(), node.implicit_inputs.end(), name) -
+            node.implicit_inputs.begin()));
+      np.subgraphs.push_back(std::move(sp));
+    }
     plan.nodes.push_back(std::move(np));
   }
-  for (const auto& out : s.model.outputs) plan.output_slots.push_back(slot_of(out.name));
+  for (const auto& out : g.outputs) plan.output_slots.push_back(slot_of(out));
   plan.num_slots = slot.size();
   plan.constants.resize(plan.num_slots);
   plan.use_count.assign(plan.num_slots, 0);
   plan.keep.assign(plan.num_slots, false);
-  for (const auto& kv : s.model.initializers) {
+  for (const auto& kv : g.initializers) {
     const size_t id = static_cast<size_t>(slot.at(kv.first));
     plan.constants[id] = kv.second;
     plan.keep[id] = true;
@@ -150,12 +226,14 @@ void build_plan(Session::Impl& s) {
   for (int id : plan.output_slots) plan.keep[static_cast<size_t>(id)] = true;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     std::vector<size_t> deps;
-    for (int id : plan.nodes[i].in_slots) {
-      if (id < 0) continue;
+    auto depend = [&](int id) {
+      if (id < 0) return;
       ++plan.use_count[static_cast<size_t>(id)];
       auto it = producer.find(id);
       if (it != producer.end()) deps.push_back(it->second);
-    }
+    };
+    for (int id : plan.nodes[i].in_slots) depend(id);
+    for (int id : plan.nodes[i].implicit_slots) depend(id);
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     plan.nodes[i].num_producers = static_cast<int>(deps.size());
@@ -163,7 +241,22 @@ void build_plan(Session::Impl& s) {
   }
 }
 
+void build_top_level_plan(Session::Impl& s) {
+  GraphParts parts{s.model.nodes, s.model.initializers, {}, {}, {}, {}, s.node_provider};
+  for (const auto& in : s.model.inputs) parts.inputs.push_back(in.name);
+  for (const auto& out : s.model.outputs) parts.outputs.push_back(out.name);
+  for (const auto& k : s.kernels) parts.kernels.push_back(k.get());
+  build_plan(s, parts, s.plan);
+}
+
 void check_input(const IoInfo& info, const Tensor& t) {
+  if (info.optional && t.is_none()) return;
+  if (info.kind == ValueKind::Sequence) {
+    if (!t.is_sequence() || t.element_type() != info.type)
+      throw Error(ErrorKind::BadInput, "input '" + info.name + "' must be a sequence of " + type_name(info.type) +
+                                           " tensors, got " + t.description());
+    return;
+  }
   if (t.dtype() != info.type)
     throw Error(ErrorKind::BadInput, "input '" + info.name + "' must be " + type_name(info.type) + ", got " + t.description());
   if (!info.has_shape) return;
@@ -196,7 +289,7 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
     s->provider_names.push_back(p->name());
   }
   assign_and_create_kernels(*s);
-  build_plan(*s);
+  build_top_level_plan(*s);
   s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::shapes_follow_input_shapes(s->plan));
   if (s->options.executor == ExecutorKind::Parallel) {
     int threads = s->options.threads;

@@ -18,6 +18,9 @@ namespace epprof::rt {
 struct SessionObserver::NodeIds {
   std::string kernel;  // "<EP>:<op type>"
   epprof_name_id node = 0, op_type = 0, ep = 0, kernel_id = 0;
+  // If, Loop, Scan...: its subgraphs' nodes are dispatches of their own,
+  // nested in its; it requests no counters, which they would share.
+  bool has_subgraphs = false;
 };
 
 namespace {
@@ -52,11 +55,9 @@ struct Request {
   std::vector<epprof_counter_value> values;  // merged over passes
 };
 
-// Per thread: the contexts (reused across dispatches) and the dispatch in
-// flight (dispatches do not nest on a thread).
-struct ThreadState {
-  std::unordered_map<uint64_t, Context> contexts;  // by configuration handle
-  const SessionObserver* owner = nullptr;          // set while a dispatch is in flight
+// One node execution in flight on a thread.
+struct Dispatch {
+  const SessionObserver* owner = nullptr;  // set while a session sees the dispatch
   epprof_dispatch_info info{};
   const SessionObserver::NodeIds* ids = nullptr;
   int64_t ts = 0, dur = 0;
@@ -64,8 +65,32 @@ struct ThreadState {
   size_t n = 0;
   uint32_t replays = 0;
   epprof_dispatch_measures measures{};
+};
+
+// Per thread: the contexts (reused across dispatches) and the dispatches in
+// flight, innermost last: a node with subgraphs (If, Loop, ...) is in
+// flight while its subgraphs' nodes run on the same thread. A dispatch is
+// pushed by node_begin and popped when it is finished (node_end, the last
+// replay_end, or node_failed).
+struct ThreadState {
+  std::unordered_map<uint64_t, Context> contexts;  // by configuration handle
+  std::vector<std::unique_ptr<Dispatch>> stack;    // kept allocated; `depth` in use
+  size_t depth = 0;
   std::vector<epprof_counter_value> scratch;
   std::vector<epprof_record> records;
+
+  Dispatch& push() {
+    if (depth == stack.size()) stack.push_back(std::make_unique<Dispatch>());
+    return *stack[depth++];
+  }
+  // The innermost dispatch, if it is `info`'s (else null).
+  Dispatch* top(const NodeInfo& info) {
+    Dispatch* d = depth ? stack[depth - 1].get() : nullptr;
+    return d && d->info.correlation_id == info.correlation_id ? d : nullptr;
+  }
+  void pop() {
+    if (depth) stack[--depth]->owner = nullptr;
+  }
 
   ~ThreadState() {
     for (auto& kv : contexts) epprof_status_release(epprof_counting_context_destroy(kv.second.ctx));
@@ -104,6 +129,7 @@ const SessionObserver::NodeIds& SessionObserver::ids_for(const NodeInfo& info) {
     ids->op_type = intern(info.node.op_type);
     ids->ep = intern(info.provider);
     ids->kernel_id = intern(ids->kernel);
+    for (const auto& kv : info.node.attributes) ids->has_subgraphs |= kv.second.kind == Attribute::Kind::Graph;
     slot = std::move(ids);
   }
   return *slot;
@@ -173,8 +199,10 @@ void SessionObserver::run_end(const RunInfo& info) {
 
 void SessionObserver::node_begin(const NodeInfo& info) {
   if (options_.inner) options_.inner->node_begin(info);
-  ThreadState& t = state();
+  ThreadState& ts = state();
+  Dispatch& t = ts.push();
   t.owner = nullptr;
+  t.info.correlation_id = info.correlation_id;
   if (!epprof_session_any_active(active_)) return;
   t.owner = this;
   t.n = 0;
@@ -199,11 +227,11 @@ void SessionObserver::node_begin(const NodeInfo& info) {
 
   epprof_dispatch_request reqs[kMaxRequests];
   size_t n = 0;
-  report("query dispatch", epprof_session_query_dispatch(&d, reqs, kMaxRequests, &n));
+  if (!t.ids->has_subgraphs) report("query dispatch", epprof_session_query_dispatch(&d, reqs, kMaxRequests, &n));
   for (size_t i = 0; i < n; ++i) {
     const uint64_t config = reqs[i].config.handle;
-    auto it = t.contexts.find(config);
-    if (it == t.contexts.end()) {
+    auto it = ts.contexts.find(config);
+    if (it == ts.contexts.end()) {
       Context c;
       epprof_status* st = epprof_counting_context_create(reqs[i].config, &c.ctx);
       if (!st) st = epprof_counter_config_get_num_counters(reqs[i].config, &c.num_counters);
@@ -219,7 +247,7 @@ void SessionObserver::node_begin(const NodeInfo& info) {
         report("counting context", st);
         continue;
       }
-      it = t.contexts.emplace(config, std::move(c)).first;
+      it = ts.contexts.emplace(config, std::move(c)).first;
     }
     Request& r = t.reqs[t.n];
     r.req = reqs[i];
@@ -259,9 +287,11 @@ void SessionObserver::node_begin(const NodeInfo& info) {
 }
 
 void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
-  ThreadState& t = state();
-  const bool mine = t.owner == this;
+  ThreadState& ts = state();
+  Dispatch* top = ts.top(info);
+  const bool mine = top && top->owner == this;
   if (mine) {
+    Dispatch& t = *top;
     for (size_t i = t.n; i-- > 0;)
       if (t.reqs[i].started) report("counting stop", epprof_counting_context_stop(t.reqs[i].context->ctx));
     const int64_t end = epprof_clock_now_ns();
@@ -283,7 +313,11 @@ void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
     }
   }
   if (options_.inner) options_.inner->node_end(info, io);
-  if (!mine) return;
+  if (!mine) {
+    if (top) ts.pop();
+    return;
+  }
+  Dispatch& t = *top;
   epprof_record node{};
   node.kind = EPPROF_RECORD_HOST_EVENT;
   node.category = EPPROF_CATEGORY_NODE;
@@ -303,23 +337,25 @@ void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
 }
 
 void SessionObserver::node_failed(const NodeInfo& info, const char* what) {
-  ThreadState& t = state();
-  if (t.owner == this) {
-    for (size_t i = t.n; i-- > 0;)
-      if (t.reqs[i].started) epprof_status_release(epprof_counting_context_stop(t.reqs[i].context->ctx));
-    t.owner = nullptr;  // a failed dispatch delivers no counters
+  ThreadState& ts = state();
+  if (Dispatch* t = ts.top(info)) {
+    if (t->owner == this)
+      for (size_t i = t->n; i-- > 0;)
+        if (t->reqs[i].started) epprof_status_release(epprof_counting_context_stop(t->reqs[i].context->ctx));
+    ts.pop();  // a failed dispatch delivers no counters
   }
   if (options_.inner) options_.inner->node_failed(info, what);
 }
 
-uint32_t SessionObserver::kernel_replays(const NodeInfo&) {
-  ThreadState& t = state();
-  return t.owner == this ? t.replays : 0;
+uint32_t SessionObserver::kernel_replays(const NodeInfo& info) {
+  const Dispatch* t = state().top(info);
+  return t && t->owner == this ? t->replays : 0;
 }
 
-void SessionObserver::replay_begin(const NodeInfo&, uint32_t pass) {
-  ThreadState& t = state();
-  if (t.owner != this) return;
+void SessionObserver::replay_begin(const NodeInfo& info, uint32_t pass) {
+  Dispatch* top = state().top(info);
+  if (!top || top->owner != this) return;
+  Dispatch& t = *top;
   for (size_t i = 0; i < t.n; ++i) {
     Request& r = t.reqs[i];
     r.started = false;
@@ -331,8 +367,10 @@ void SessionObserver::replay_begin(const NodeInfo&, uint32_t pass) {
 }
 
 void SessionObserver::replay_end(const NodeInfo& info, uint32_t pass, const char* error) {
-  ThreadState& t = state();
-  if (t.owner != this) return;
+  ThreadState& ts = state();
+  Dispatch* top = ts.top(info);
+  if (!top || top->owner != this) return;
+  Dispatch& t = *top;
   for (size_t i = t.n; i-- > 0;)
     if (t.reqs[i].started) report("counting stop (replay)", epprof_counting_context_stop(t.reqs[i].context->ctx));
   if (error) {
@@ -343,24 +381,28 @@ void SessionObserver::replay_end(const NodeInfo& info, uint32_t pass, const char
     for (size_t i = 0; i < t.n; ++i) {
       Request& r = t.reqs[i];
       if (!r.started) continue;
-      t.scratch.assign(r.values.size(), epprof_counter_value{});
-      epprof_status* st = epprof_counting_context_read(r.context->ctx, &t.measures, t.scratch.data(), t.scratch.size());
+      ts.scratch.assign(r.values.size(), epprof_counter_value{});
+      epprof_status* st = epprof_counting_context_read(r.context->ctx, &t.measures, ts.scratch.data(), ts.scratch.size());
       if (st) {
         report("counting read (replay)", st);
         continue;
       }
       // Each counter's value comes from the pass that counts it.
       for (size_t k = 0; k < r.values.size(); ++k)
-        if ((r.values[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS) && !(t.scratch[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS))
-          r.values[k] = t.scratch[k];
+        if ((r.values[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS) && !(ts.scratch[k].flags & EPPROF_COUNTER_VALUE_NOT_IN_PASS))
+          r.values[k] = ts.scratch[k];
     }
   }
   if (pass == t.replays) finish_dispatch(info);
 }
 
 void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
-  ThreadState& t = state();
-  t.owner = nullptr;
+  ThreadState& ts = state();
+  Dispatch& t = *ts.top(info);  // the caller checked it is ours
+  struct Pop {
+    ThreadState& ts;
+    ~Pop() { ts.pop(); }
+  } pop{ts};
   if (t.n == 0) return;
   try {
     std::vector<epprof_arg> args;
@@ -370,7 +412,7 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
     for (size_t i = 0; i < t.n; ++i) {
       Request& r = t.reqs[i];
       const Request& src = r.shares >= 0 ? t.reqs[r.shares] : r;
-      t.records.clear();
+      ts.records.clear();
       for (size_t k = 0; k < src.values.size(); ++k) {
         const epprof_counter_value& v = src.values[k];
         epprof_record c{};
@@ -391,7 +433,7 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
         c.value = v.value;
         c.time_enabled_ns = v.time_enabled_ns;
         c.time_running_ns = v.time_running_ns;
-        t.records.push_back(c);
+        ts.records.push_back(c);
         if (options_.trace_profiler.handle && (v.flags & EPPROF_COUNTER_VALUE_VALID) && args.size() < 32) {
           bool dup = false;
           for (const auto& a : args) dup = dup || a.key == c.name;
@@ -411,7 +453,7 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
           args.push_back(a);
         }
       }
-      epprof_status* st = epprof_session_deliver_counters(r.req.session, &t.info, t.records.data(), t.records.size());
+      epprof_status* st = epprof_session_deliver_counters(r.req.session, &t.info, ts.records.data(), ts.records.size());
       delivered = delivered || st == nullptr;
       report("deliver counters", st);
     }

@@ -153,14 +153,60 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+struct Tensor::Composite {
+  DataType element_type;
+  bool of_sequence;  // for an empty optional
+  std::vector<Tensor> items;
+};
+
+Tensor Tensor::sequence_of(DataType element_type, std::vector<Tensor> items) {
+  if (element_type != DataType::Undefined) element_size(element_type);  // throws for an unsupported type
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!items[i].is_dense() || items[i].dtype() != element_type)
+      throw Error(ErrorKind::Kernel, "sequence item " + std::to_string(i) + " is " + items[i].description() +
+                                         ", expected a " + type_name(element_type) + " tensor");
+  Tensor t;
+  t.kind_ = Kind::Sequence;
+  t.data_ = std::make_shared<Composite>(Composite{element_type, true, std::move(items)});
+  return t;
+}
+
+Tensor Tensor::none(DataType element_type, bool of_sequence) {
+  Tensor t;
+  t.kind_ = Kind::None;
+  t.data_ = std::make_shared<Composite>(Composite{element_type, of_sequence, {}});
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::sequence() const {
+  if (!is_sequence()) throw Error(ErrorKind::Kernel, "expected a sequence, got " + description());
+  return composite().items;
+}
+
+DataType Tensor::element_type() const { return kind_ == Kind::Dense ? type_ : composite().element_type; }
+
+bool Tensor::none_of_sequence() const { return is_none() && composite().of_sequence; }
+
 Tensor Tensor::clone() const {
   if (empty()) return {};
+  if (kind_ != Kind::Dense) return *this;  // immutable: sharing is a copy
   Tensor t(type_, shape_);
   if (bytes_) std::memcpy(t.raw_mutable(), raw(), bytes_);
   return t;
 }
 
-std::string Tensor::description() const { return std::string(type_name(type_)) + shape_to_string(shape_); }
+std::string Tensor::description() const {
+  switch (kind_) {
+    case Kind::Sequence:
+      return std::string("seq<") + type_name(composite().element_type) + ">(" +
+             std::to_string(composite().items.size()) + ")";
+    case Kind::None:
+      return std::string("optional<") + (composite().of_sequence ? "seq<" : "") + type_name(composite().element_type) +
+             (composite().of_sequence ? ">" : "") + ">(none)";
+    case Kind::Dense: break;
+  }
+  return std::string(type_name(type_)) + shape_to_string(shape_);
+}
 
 void Tensor::check_type(DataType expected) const {
   if (expected != type_)

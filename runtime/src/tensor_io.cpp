@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "epprof/rt/error.h"
+#include "onnx/onnx-data_pb.h"
 #include "proto_convert.h"
 
 namespace epprof::rt {
@@ -18,12 +19,59 @@ NamedTensor parse_tensor_proto(const void* data, size_t size) {
   return {proto.name(), detail::tensor_from_proto(proto, what, ErrorKind::Io)};
 }
 
-NamedTensor read_tensor_file(const std::string& path) {
+namespace {
+
+std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open tensor file '" + path + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  return ss.str();
+}
+
+template <typename Proto>
+void parse(Proto& proto, const std::string& bytes, const char* what) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorKind::Io, std::string("not a valid ONNX ") + what);
+}
+
+Tensor sequence_from_proto(const onnx::SequenceProto& p, DataType declared) {
+  if (p.elem_type() != onnx::SequenceProto::TENSOR && p.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw Error(ErrorKind::Io, "sequence '" + p.name() + "' does not hold tensors (elem_type " +
+                                   std::to_string(p.elem_type()) + ")");
+  std::vector<Tensor> items;
+  for (const auto& t : p.tensor_values())
+    items.push_back(detail::tensor_from_proto(t, "sequence '" + p.name() + "' item", ErrorKind::Io));
+  const DataType type = items.empty() ? declared : items.front().dtype();
+  return Tensor::sequence_of(type, std::move(items));
+}
+
+}  // namespace
+
+NamedTensor read_value_file(const std::string& path, const IoInfo& info) {
+  if (!info.optional && info.kind == ValueKind::Tensor) return read_tensor_file(path);
+  const std::string bytes = read_bytes(path);
+  try {
+    if (!info.optional) {
+      onnx::SequenceProto p;
+      parse(p, bytes, "SequenceProto");
+      return {p.name(), sequence_from_proto(p, info.type)};
+    }
+    onnx::OptionalProto p;
+    parse(p, bytes, "OptionalProto");
+    if (p.has_tensor_value())
+      return {p.name(), detail::tensor_from_proto(p.tensor_value(), "optional '" + p.name() + "'", ErrorKind::Io)};
+    if (p.has_sequence_value()) return {p.name(), sequence_from_proto(p.sequence_value(), info.type)};
+    return {p.name(), Tensor::none(info.type, p.elem_type() == onnx::OptionalProto::SEQUENCE ||
+                                                  info.kind == ValueKind::Sequence)};
+  } catch (const Error& e) {
+    throw Error(ErrorKind::Io, "'" + path + "': " + e.message());
+  }
+}
+
+NamedTensor read_tensor_file(const std::string& path) {
+  const std::string bytes = read_bytes(path);
   try {
     return parse_tensor_proto(bytes.data(), bytes.size());
   } catch (const Error& e) {

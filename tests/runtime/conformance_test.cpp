@@ -73,6 +73,16 @@ double element_as_double(const Tensor& t, int64_t i) {
 }
 
 std::string compare(const Tensor& got, const Tensor& want) {
+  if (want.is_none() || got.is_none())
+    return want.is_none() && got.is_none() ? "" : "got " + got.description() + ", expected " + want.description();
+  if (want.is_sequence() || got.is_sequence()) {
+    if (!want.is_sequence() || !got.is_sequence() || got.sequence().size() != want.sequence().size())
+      return "got " + got.description() + ", expected " + want.description();
+    for (size_t i = 0; i < want.sequence().size(); ++i)
+      if (std::string diff = compare(got.sequence()[i], want.sequence()[i]); !diff.empty())
+        return "sequence item " + std::to_string(i) + ": " + diff;
+    return "";
+  }
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return "got " + got.description() + ", expected " + want.description();
   const bool is_float = want.dtype() == DataType::Float || want.dtype() == DataType::Double ||
@@ -140,13 +150,19 @@ std::string run_case(const fs::path& dir, const onnx::ModelProto& m) {
         const fs::path f = set / ("input_" + std::to_string(i) + ".pb");
         if (!fs::exists(f)) break;
         const std::string& name = m.graph().input(i).name();
-        if (!inits.count(name)) inputs[name] = as_declared(read_tensor_file(f.string()).tensor, m.graph().input(i));
+        if (inits.count(name)) continue;
+        const auto info = std::find_if(session.inputs().begin(), session.inputs().end(),
+                                       [&](const IoInfo& in) { return in.name == name; });
+        inputs[name] = as_declared(info == session.inputs().end() ? read_tensor_file(f.string()).tensor
+                                                                  : read_value_file(f.string(), *info).tensor,
+                                   m.graph().input(i));
       }
       const std::vector<Tensor> outputs = session.run(inputs);
       ++g_data_sets;
       for (size_t o = 0; o < outputs.size(); ++o) {
-        const Tensor want = as_declared(read_tensor_file((set / ("output_" + std::to_string(o) + ".pb")).string()).tensor,
-                                        m.graph().output(static_cast<int>(o)));
+        const Tensor want =
+            as_declared(read_value_file((set / ("output_" + std::to_string(o) + ".pb")).string(), session.outputs()[o]).tensor,
+                        m.graph().output(static_cast<int>(o)));
         const std::string diff = compare(outputs[o], want);
         ++g_outputs;
         if (!diff.empty())

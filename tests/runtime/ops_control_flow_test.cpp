@@ -1,9 +1,491 @@
 // Hand-checked results and error messages of the control flow kernels, through
-// small graphs (ONNX's own test data is covered by runtime_conformance).
+// small graphs (ONNX's own test data is covered by runtime_conformance), and
+// how subgraph node executions reach observers and the profiler's trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "epprof/epprof.h"
+#include "epprof/rt/error.h"
+#include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
+#include "epprof/rt/session_observer.h"
+#include "support/test_util.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
 using namespace epprof::rt::testing;
+
+namespace {
+
+onnx::GraphProto* graph_attr(onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+void int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// A graph input or output; dims empty: a scalar, unset: no shape.
+void gio(onnx::GraphProto* g, bool input, const std::string& name, int elem = onnx::TensorProto::FLOAT,
+         const std::vector<int64_t>& dims = {}) {
+  auto* v = input ? g->add_input() : g->add_output();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+}
+
+onnx::NodeProto* gnode(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                       const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  for (const auto& o : out) n->add_output(o);
+  return n;
+}
+
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
+
+// x[2], c (bool) -> xs = Mul(x, x); If(c): then xs + x, else xs - x.
+// Both branches read the outer values xs (a node output) and x (a graph input).
+std::string if_model() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {2});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  add_node(m, "Mul", "square", {"x", "x"}, {"xs"});
+  auto* n = add_node(m, "If", "if", {"c"}, {"y"});
+  auto* then_g = graph_attr(n, "then_branch");
+  gnode(then_g, "Add", "add", {"xs", "x"}, {"t"});
+  gio(then_g, false, "t", onnx::TensorProto::FLOAT, {2});
+  auto* else_g = graph_attr(n, "else_branch");
+  gnode(else_g, "Sub", "sub", {"xs", "x"}, {"e"});
+  gio(else_g, false, "e", onnx::TensorProto::FLOAT, {2});
+  add_io(m, false, "y", {2});
+  return bytes(m);
+}
+
+onnx::NodeProto* constant(onnx::GraphProto* g, const std::string& name, bool value) {
+  auto* n = gnode(g, "Constant", name, {}, {name});
+  auto* v = n->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  v->mutable_t()->add_int32_data(value);
+  return n;
+}
+
+// Loop M times (no cond) over acc[2] += step, with a loop-carried flag
+// (initially true). The body's If on the flag gives step = x (then) or 2x
+// (else) and the next flag (false, true): a subgraph inside a subgraph
+// reading the top-level input x. Scan output: acc after each iteration.
+std::string loop_model() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "M", {}, onnx::TensorProto::INT64);
+  add_io(m, true, "x", {2});
+  add_float_init(m, "acc0", {2}, {0, 0});
+  auto* flag0 = m.mutable_graph()->add_initializer();
+  flag0->set_name("flag0");
+  flag0->set_data_type(onnx::TensorProto::BOOL);
+  flag0->add_int32_data(1);
+  auto* n = add_node(m, "Loop", "loop", {"M", "", "acc0", "flag0"}, {"acc", "flag", "accs"});
+  auto* body = graph_attr(n, "body");
+  gio(body, true, "i", onnx::TensorProto::INT64);
+  gio(body, true, "cond_in", onnx::TensorProto::BOOL);
+  gio(body, true, "acc_in", onnx::TensorProto::FLOAT, {2});
+  gio(body, true, "flag_in", onnx::TensorProto::BOOL);
+  gnode(body, "Identity", "keep_going", {"cond_in"}, {"cond_out"});
+  auto* inner = gnode(body, "If", "pick", {"flag_in"}, {"step", "flag_out"});
+  auto* then_g = graph_attr(inner, "then_branch");
+  gnode(then_g, "Identity", "one_x", {"x"}, {"sx"});
+  constant(then_g, "no", false);
+  gio(then_g, false, "sx", onnx::TensorProto::FLOAT, {2});
+  gio(then_g, false, "no", onnx::TensorProto::BOOL);
+  auto* else_g = graph_attr(inner, "else_branch");
+  gnode(else_g, "Add", "two_x", {"x", "x"}, {"dx"});
+  constant(else_g, "yes", true);
+  gio(else_g, false, "dx", onnx::TensorProto::FLOAT, {2});
+  gio(else_g, false, "yes", onnx::TensorProto::BOOL);
+  gnode(body, "Add", "add", {"acc_in", "step"}, {"acc_out"});
+  gnode(body, "Identity", "emit", {"acc_out"}, {"scan"});
+  gio(body, false, "cond_out", onnx::TensorProto::BOOL);
+  gio(body, false, "acc_out", onnx::TensorProto::FLOAT, {2});
+  gio(body, false, "flag_out", onnx::TensorProto::BOOL);
+  gio(body, false, "scan", onnx::TensorProto::FLOAT, {2});
+  add_io(m, false, "acc", {2});
+  add_io(m, false, "flag", {}, onnx::TensorProto::BOOL);
+  add_io(m, false, "accs", {-1, 2});
+  return bytes(m);
+}
+
+// Scan (opset 9) of rows[3,2]: sum[2] += row; out = sum + bias (bias from the outer scope).
+std::string scan_model(int64_t direction) {
+  onnx::ModelProto m = make_model(11);
+  add_io(m, true, "init", {2});
+  add_io(m, true, "rows", {3, 2});
+  add_float_init(m, "bias", {2}, {100, 200});
+  auto* n = add_node(m, "Scan", "scan", {"init", "rows"}, {"sum", "outs"});
+  int_attr(n, "num_scan_inputs", 1);
+  auto* dirs = n->add_attribute();
+  dirs->set_name("scan_input_directions");
+  dirs->set_type(onnx::AttributeProto::INTS);
+  dirs->add_ints(direction);
+  auto* body = graph_attr(n, "body");
+  gio(body, true, "sum_in", onnx::TensorProto::FLOAT, {2});
+  gio(body, true, "row", onnx::TensorProto::FLOAT, {2});
+  gnode(body, "Add", "acc", {"sum_in", "row"}, {"sum_out"});
+  gnode(body, "Add", "shift", {"sum_out", "bias"}, {"out"});
+  gio(body, false, "sum_out", onnx::TensorProto::FLOAT, {2});
+  gio(body, false, "out", onnx::TensorProto::FLOAT, {2});
+  add_io(m, false, "sum", {2});
+  add_io(m, false, "outs", {3, 2});
+  return bytes(m);
+}
+
+Tensor vec(std::vector<float> v) { return Tensor::from_vector<float>({int64_t(v.size())}, v); }
+
+}  // namespace
+
+TEST(OpsControlFlow, IfBranchesReadOuterScopeValues) {
+  Session s = Session::from_bytes(if_model());
+  auto y = s.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(true)}});
+  EXPECT_EQ(floats(y[0]), (std::vector<float>{6, 12}));
+  y = s.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(false)}});
+  EXPECT_EQ(floats(y[0]), (std::vector<float>{2, 6}));
+  // The parallel executor waits for the values the branches read (xs).
+  SessionOptions so;
+  so.executor = ExecutorKind::Parallel;
+  so.threads = 2;
+  Session p = Session::from_bytes(if_model(), so);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(floats(p.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(true)}})[0]), (std::vector<float>{6, 12}));
+}
+
+TEST(OpsControlFlow, LoopCarriesValuesAndConcatenatesScanOutputs) {
+  Session s = Session::from_bytes(loop_model());
+  auto out = s.run({{"M", Tensor::scalar<int64_t>(3)}, {"x", vec({1, 10})}});
+  // Iterations 0, 1, 2 add x, 2x, x.
+  EXPECT_EQ(floats(out[0]), (std::vector<float>{4, 40}));
+  EXPECT_FALSE(out[1].to_vector<bool>()[0]);
+  EXPECT_EQ(out[2].shape(), (Shape{3, 2}));
+  EXPECT_EQ(floats(out[2]), (std::vector<float>{1, 10, 3, 30, 4, 40}));
+  // Zero iterations: the initial value, an empty scan output of the declared shape.
+  out = s.run({{"M", Tensor::scalar<int64_t>(0)}, {"x", vec({1, 10})}});
+  EXPECT_EQ(floats(out[0]), (std::vector<float>{0, 0}));
+  EXPECT_EQ(out[2].shape(), (Shape{0, 2}));
+}
+
+TEST(OpsControlFlow, ScanSlicesInputsAndReadsOuterScope) {
+  Session fwd = Session::from_bytes(scan_model(0));
+  const Tensor rows = Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto out = fwd.run({{"init", vec({0, 0})}, {"rows", rows}});
+  EXPECT_EQ(floats(out[0]), (std::vector<float>{9, 12}));
+  EXPECT_EQ(floats(out[1]), (std::vector<float>{101, 202, 104, 206, 109, 212}));
+  Session rev = Session::from_bytes(scan_model(1));
+  out = rev.run({{"init", vec({0, 0})}, {"rows", rows}});
+  EXPECT_EQ(floats(out[1]), (std::vector<float>{105, 206, 108, 210, 109, 212}));
+}
+
+TEST(OpsControlFlow, SubgraphReadingAnUndefinedNameFailsAtLoad) {
+  onnx::ModelProto m = onnx::ModelProto();
+  m.ParseFromString(if_model());
+  auto* then_g = m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_g();
+  then_g->mutable_node(0)->set_input(1, "nowhere");
+  try {
+    Session::from_bytes(bytes(m));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::DanglingInput);
+    EXPECT_NE(e.message().find("'if/then_branch/add'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("'nowhere'"), std::string::npos) << e.message();
+  }
+}
+
+TEST(OpsControlFlow, WrongSubgraphArityFailsAtLoad) {
+  onnx::ModelProto m;
+  m.ParseFromString(if_model());
+  gio(m.mutable_graph()->mutable_node(1)->mutable_attribute(1)->mutable_g(), false, "xs");  // else: 2 outputs
+  try {
+    Session::from_bytes(bytes(m));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidModel);
+    EXPECT_NE(e.message().find("'if/else_branch' has 2 outputs, expected 1"), std::string::npos) << e.message();
+  }
+  onnx::ModelProto l;
+  l.ParseFromString(loop_model());
+  gio(l.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g(), true, "extra");
+  EXPECT_THROW(
+      {
+        try {
+          Session::from_bytes(bytes(l));
+        } catch (const Error& e) {
+          EXPECT_NE(e.message().find("'loop/body' has 5 inputs, expected 4"), std::string::npos) << e.message();
+          throw;
+        }
+      },
+      Error);
+}
+
+TEST(OpsControlFlow, AFailingSubgraphNodeIsNamedInTheError) {
+  onnx::ModelProto m;
+  m.ParseFromString(loop_model());
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->clear_shape();
+  Session s = Session::from_bytes(bytes(m));
+  try {
+    s.run({{"M", Tensor::scalar<int64_t>(1)}, {"x", vec({1, 2, 3})}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    // The failing node is named by its qualified name.
+    EXPECT_NE(e.message().find("loop/body/add"), std::string::npos) << e.message();
+  }
+}
+
+namespace {
+
+// Records every node hook.
+class Recorder final : public RunObserver {
+ public:
+  struct Event {
+    std::string what, node;
+    uint64_t id;
+    uint64_t epoch;
+  };
+  void run_begin(const RunInfo& info) override { first = info.first_node_correlation_id; }
+  void node_begin(const NodeInfo& i) override { add("begin", i); }
+  void node_end(const NodeInfo& i, const NodeIo&) override { add("end", i); }
+  void node_failed(const NodeInfo& i, const char*) override { add("failed", i); }
+  std::vector<Event> events;
+  uint64_t first = 0;
+
+ private:
+  void add(const char* what, const NodeInfo& i) { events.push_back({what, i.node.name, i.correlation_id, i.shape_epoch}); }
+};
+
+}  // namespace
+
+TEST(OpsControlFlow, EverySubgraphNodeExecutionIsANodeEventWithItsOwnId) {
+  Recorder rec;
+  SessionOptions so;
+  so.observer = &rec;
+  Session s = Session::from_bytes(loop_model(), so);
+  s.run({{"M", Tensor::scalar<int64_t>(2)}, {"x", vec({1, 10})}});
+  // Begin/end pairs, properly nested; the loop's own event spans its body's.
+  std::vector<const Recorder::Event*> open;
+  std::set<uint64_t> ids;
+  std::vector<std::string> ended;
+  for (const auto& e : rec.events) {
+    if (e.what == "begin") {
+      open.push_back(&e);
+      EXPECT_TRUE(ids.insert(e.id).second) << "correlation id " << e.id << " of " << e.node << " reused";
+      EXPECT_NE(e.id, 0u);
+    } else {
+      ASSERT_EQ(e.what, "end");
+      ASSERT_FALSE(open.empty());
+      EXPECT_EQ(open.back()->node, e.node);
+      EXPECT_EQ(open.back()->id, e.id);
+      open.pop_back();
+      ended.push_back(e.node);
+    }
+    if (e.node != "loop") {
+      EXPECT_EQ(e.epoch, 0u) << e.node;
+    }
+  }
+  EXPECT_TRUE(open.empty());
+  const std::vector<std::string> expected = {
+      "loop/body/keep_going", "loop/body/pick/then_branch/one_x", "loop/body/pick/then_branch/no", "loop/body/pick",
+      "loop/body/add",        "loop/body/emit",
+      "loop/body/keep_going", "loop/body/pick/else_branch/two_x", "loop/body/pick/else_branch/yes", "loop/body/pick",
+      "loop/body/add",        "loop/body/emit",
+      "loop"};
+  EXPECT_EQ(ended, expected);
+  // The top-level node has the run's reserved id; the subgraph nodes do not.
+  EXPECT_EQ(rec.events.front().node, "loop");
+  EXPECT_EQ(rec.events.front().id, rec.first);
+}
+
+TEST(OpsControlFlow, SubgraphNodeEventsAreInTheTraceInsideTheParentSpan) {
+  epprof::testing::TempDir dir;
+  ProfilingOptions po;
+  po.trace_path = dir.file("loop.json");
+  ProfilingObserver prof(po);
+  SessionOptions so;
+  so.observer = &prof;
+  {
+    Session s = Session::from_bytes(loop_model(), so);
+    for (int run = 0; run < 2; ++run) s.run({{"M", Tensor::scalar<int64_t>(3)}, {"x", vec({1, 10})}});
+  }
+  prof.finish();
+  const auto events = epprof::testing::read_trace(po.trace_path);
+  std::vector<const epprof::testing::TraceEvent*> loops;
+  for (const auto& e : events)
+    if (e.cat == "Node" && e.name == "loop_kernel_time") loops.push_back(&e);
+  ASSERT_EQ(loops.size(), 2u);
+  int inside = 0, adds = 0;
+  std::set<std::string> names;
+  for (const auto& e : events) {
+    if (e.cat != "Node" || e.name == "loop_kernel_time") continue;
+    names.insert(e.name);
+    adds += e.name == "loop/body/add_kernel_time";
+    for (const auto* l : loops)
+      if (e.ts >= l->ts && e.ts + e.dur <= l->ts + l->dur) ++inside;
+  }
+  EXPECT_EQ(adds, 6);  // 3 iterations, 2 runs
+  EXPECT_EQ(inside, 2 * 3 * 6);
+  EXPECT_TRUE(names.count("loop/body/pick/then_branch/one_x_kernel_time"));
+  EXPECT_TRUE(names.count("loop/body/pick/else_branch/two_x_kernel_time"));
+}
+
+// ---- Sequences and optionals ------------------------------------------------
+
+namespace {
+
+void seq_io(onnx::ModelProto& m, bool input, const std::string& name, bool optional = false) {
+  auto* v = input ? m.mutable_graph()->add_input() : m.mutable_graph()->add_output();
+  v->set_name(name);
+  onnx::TypeProto* t = v->mutable_type();
+  if (optional) t = t->mutable_optional_type()->mutable_elem_type();
+  t->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+}  // namespace
+
+TEST(OpsControlFlow, SequenceOpsThroughSessionInputsAndOutputs) {
+  // s (seq) -> insert x at front -> erase last -> at(-1); length; concat with a new axis.
+  onnx::ModelProto m = make_model(16);
+  seq_io(m, true, "s");
+  add_io(m, true, "x", {2});
+  add_float_init(m, "front", {}, {0});
+  m.mutable_graph()->mutable_initializer(0)->set_data_type(onnx::TensorProto::INT64);
+  m.mutable_graph()->mutable_initializer(0)->clear_float_data();
+  m.mutable_graph()->mutable_initializer(0)->add_int64_data(0);
+  add_node(m, "SequenceInsert", "insert", {"s", "x", "front"}, {"s1"});
+  add_node(m, "SequenceErase", "erase", {"s1"}, {"s2"});
+  add_node(m, "SequenceLength", "length", {"s2"}, {"n"});
+  add_node(m, "ConcatFromSequence", "stack", {"s2"}, {"stacked"});
+  int_attr(m.mutable_graph()->mutable_node(3), "axis", -1);
+  int_attr(m.mutable_graph()->mutable_node(3), "new_axis", 1);
+  seq_io(m, false, "s2");
+  add_io(m, false, "n", {}, onnx::TensorProto::INT64);
+  add_io(m, false, "stacked", {2, 2});
+  Session s = Session::from_bytes(bytes(m));
+  const Tensor seq = Tensor::sequence_of(DataType::Float, {vec({1, 2}), vec({3, 4})});
+  auto out = s.run({{"s", seq}, {"x", vec({5, 6})}});
+  ASSERT_TRUE(out[0].is_sequence());
+  ASSERT_EQ(out[0].sequence().size(), 2u);
+  EXPECT_EQ(floats(out[0].sequence()[0]), (std::vector<float>{5, 6}));
+  EXPECT_EQ(floats(out[0].sequence()[1]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(floats(out[2]), (std::vector<float>{5, 1, 6, 2}));  // new axis last: [[5,1],[6,2]]
+  // A tensor where a sequence is declared is a bad input.
+  EXPECT_THROW(s.run({{"s", vec({1})}, {"x", vec({5, 6})}}), Error);
+}
+
+TEST(OpsControlFlow, SequenceAtRejectsOutOfRangePositions) {
+  onnx::ModelProto m = make_model(16);
+  seq_io(m, true, "s");
+  add_io(m, true, "p", {}, onnx::TensorProto::INT64);
+  add_node(m, "SequenceAt", "at", {"s", "p"}, {"y"});
+  add_io(m, false, "y", {2});
+  Session s = Session::from_bytes(bytes(m));
+  const Tensor seq = Tensor::sequence_of(DataType::Float, {vec({1, 2}), vec({3, 4})});
+  EXPECT_EQ(floats(s.run({{"s", seq}, {"p", Tensor::scalar<int64_t>(-2)}})[0]), (std::vector<float>{1, 2}));
+  try {
+    s.run({{"s", seq}, {"p", Tensor::scalar<int64_t>(2)}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("position 2 is out of range [-2, 1]"), std::string::npos) << e.message();
+  }
+}
+
+TEST(OpsControlFlow, OptionalInputsMayBeEmpty) {
+  onnx::ModelProto m = make_model(16);
+  seq_io(m, true, "o", true);
+  add_node(m, "OptionalHasElement", "has", {"o"}, {"h"});
+  add_io(m, false, "h", {}, onnx::TensorProto::BOOL);
+  Session s = Session::from_bytes(bytes(m));
+  EXPECT_FALSE(s.run({{"o", Tensor::none(DataType::Float, true)}})[0].to_vector<bool>()[0]);
+  EXPECT_TRUE(s.run({{"o", Tensor::sequence_of(DataType::Float, {})}})[0].to_vector<bool>()[0]);
+}
+
+// ---- Sessions: subgraph node executions are dispatches of their own --------
+
+namespace {
+
+struct DispatchLog {
+  epprof_counter_config_t config{0};
+  std::mutex mu;
+  std::map<uint32_t, int> counted;  // deliveries per node index
+  static epprof_status* dispatch(void* u, epprof_session_t, const epprof_dispatch_info*, epprof_counter_config_t* c) {
+    *c = static_cast<DispatchLog*>(u)->config;
+    return nullptr;
+  }
+  static epprof_status* record(void* u, epprof_session_t, const epprof_dispatch_info* info, const epprof_record*,
+                               size_t) {
+    auto* log = static_cast<DispatchLog*>(u);
+    std::lock_guard<std::mutex> lock(log->mu);
+    ++log->counted[info->node_index];
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST(OpsControlFlow, SessionCountersAttributeSubgraphNodes) {
+  const char* names[] = {"duration_ns", "flops"};
+  DispatchLog log;
+  ASSERT_EQ(epprof_counter_config_create("cpu", names, 2, &log.config), nullptr);
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.replay_mode = EPPROF_REPLAY_NONE;
+  cfg.callback = [](void*, epprof_session_t, const epprof_record*, size_t, uint64_t) -> epprof_status* {
+    return nullptr;
+  };
+  cfg.dispatch_callback = &DispatchLog::dispatch;
+  cfg.dispatch_user_data = &log;
+  cfg.counter_record_callback = &DispatchLog::record;
+  cfg.counter_record_user_data = &log;
+  epprof_session_t es{0};
+  ASSERT_EQ(epprof_session_create(&cfg, &es), nullptr);
+  ASSERT_EQ(epprof_session_start(es), nullptr);
+  Recorder rec;
+  SessionObserverOptions soo;
+  soo.inner = &rec;
+  SessionObserver obs(soo);
+  SessionOptions so;
+  so.observer = &obs;
+  {
+    Session s = Session::from_bytes(loop_model(), so);
+    auto out = s.run({{"M", Tensor::scalar<int64_t>(2)}, {"x", vec({1, 10})}});
+    EXPECT_EQ(floats(out[0]), (std::vector<float>{3, 30}));
+    // The Loop requests no counters (its body's nodes would share them); each
+    // body node execution is counted under its own session-unique index.
+    EXPECT_EQ(log.counted.count(uint32_t(s.nodes()[0].index)), 0u);
+    const Graph& body = *s.nodes()[0].attr_graph("body");
+    for (const Node& n : body.nodes) {
+      EXPECT_GT(n.index, s.nodes().size() - 1);
+      EXPECT_EQ(log.counted[uint32_t(n.index)], n.op_type == "If" ? 0 : 2) << n.name;
+    }
+    const Node& pick = body.nodes[1];
+    ASSERT_EQ(pick.name, "loop/body/pick");
+    EXPECT_EQ(log.counted[uint32_t(pick.attr_graph("then_branch")->nodes[0].index)], 1);  // first iteration
+    EXPECT_EQ(log.counted[uint32_t(pick.attr_graph("else_branch")->nodes[0].index)], 1);  // second
+  }
+  EXPECT_EQ(rec.events.size(), 2u * 13);  // every hook reached the inner observer
+  epprof_status_release(epprof_session_destroy(es));
+  epprof_status_release(epprof_counter_config_destroy(log.config));
+}

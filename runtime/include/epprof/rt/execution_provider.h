@@ -10,9 +10,27 @@
 
 namespace epprof::rt {
 
+// Runs the subgraphs (GRAPH attributes) of the node being computed.
+class SubgraphRunner {
+ public:
+  // Runs `graph`, one of the node's GRAPH attributes (Node::attr_graph), on
+  // `inputs` (one per graph input, in order) and returns its outputs in
+  // order. Values the graph reads from enclosing scopes are the ones the
+  // node sees. Its nodes run one after another on the calling thread,
+  // through the kernels the session created for them and with the run's
+  // observers (each node execution a node_begin / node_end of its own).
+  // Throws Error on a wrong input count or a failing node.
+  virtual std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> inputs) const = 0;
+
+ protected:
+  ~SubgraphRunner() = default;
+};
+
 struct KernelContext {
   std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
   std::vector<Tensor> outputs;        // sized to the node's output count; kernels fill them
+  // Set for a node with GRAPH attributes (If, Loop, Scan, SequenceMap), null otherwise.
+  const SubgraphRunner* subgraphs = nullptr;
 
   const Tensor& input(size_t i) const;  // throws Error if missing
   const Tensor* optional_input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }

@@ -28,13 +28,6 @@ struct RunOptions {
   RunObserver* observer = nullptr;  // per-run observer, called in addition to the session one
 };
 
-struct IoInfo {
-  std::string name;
-  DataType type = DataType::Undefined;
-  std::vector<int64_t> shape;  // -1 for a dynamic dim
-  bool has_shape = false;      // false: rank unknown
-};
-
 class Session {
  public:
   explicit Session(const std::string& model_path, SessionOptions options = {});

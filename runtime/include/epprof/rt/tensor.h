@@ -65,10 +65,34 @@ template <> constexpr DataType data_type_of<BFloat16>() { return DataType::BFloa
 
 // Copying a Tensor is shallow (the buffer is shared); kernels never write to
 // their inputs, so sharing is safe. Use clone() for a deep copy.
+//
+// A Tensor is also how the runtime passes ONNX's other value types, so that
+// kernels, executors and observers keep one value type:
+//  - a sequence (ONNX seq(tensor(T))): is_sequence(), its tensors in
+//    sequence(), their element type in element_type() (known even when the
+//    sequence is empty);
+//  - an optional: one that holds a value is that value (a tensor or a
+//    sequence); an empty one is_none(), with element_type() and
+//    none_of_sequence() saying what it would hold.
+// Sequences and empty optionals have dtype() Undefined, no buffer and rank
+// 0, so a kernel that expects a dense tensor rejects them by type; empty()
+// is false for them ("no value" stays a default-constructed Tensor).
 class Tensor {
  public:
   Tensor() = default;
   Tensor(DataType type, Shape shape);  // zero-initialised buffer
+
+  // A sequence of tensors of `element_type` (each item must be a dense tensor of that type).
+  static Tensor sequence_of(DataType element_type, std::vector<Tensor> items);
+  // An empty optional that would hold a tensor (or, with `of_sequence`, a sequence) of `element_type`.
+  static Tensor none(DataType element_type, bool of_sequence = false);
+
+  bool is_sequence() const { return kind_ == Kind::Sequence; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_dense() const { return kind_ == Kind::Dense && type_ != DataType::Undefined; }
+  const std::vector<Tensor>& sequence() const;  // throws Error unless is_sequence()
+  DataType element_type() const;                 // dtype() for a dense tensor
+  bool none_of_sequence() const;                 // for is_none(): whether it would hold a sequence
 
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
@@ -81,10 +105,11 @@ class Tensor {
   int64_t dim(size_t i) const { return shape_.at(i); }
   int64_t size() const { return shape_size(shape_); }
   size_t byte_size() const { return bytes_; }
-  bool empty() const { return type_ == DataType::Undefined; }
+  bool empty() const { return type_ == DataType::Undefined && kind_ == Kind::Dense; }
 
-  const void* raw() const { return data_.get(); }
-  void* raw_mutable() { return data_.get(); }
+  // The element buffer; null for a sequence or an empty optional.
+  const void* raw() const { return kind_ == Kind::Dense ? data_.get() : nullptr; }
+  void* raw_mutable() { return kind_ == Kind::Dense ? data_.get() : nullptr; }
   template <typename T> const T* data() const { check_type(data_type_of<T>()); return static_cast<const T*>(raw()); }
   template <typename T> T* mutable_data() { check_type(data_type_of<T>()); return static_cast<T*>(raw_mutable()); }
   template <typename T> std::vector<T> to_vector() const { const T* p = data<T>(); return std::vector<T>(p, p + size()); }
@@ -92,13 +117,18 @@ class Tensor {
   // Same buffer, new shape with the same number of elements.
   Tensor reshaped(Shape shape) const;
   Tensor clone() const;
-  std::string description() const;  // "float[1,3,224,224]"
+  std::string description() const;  // "float[1,3,224,224]", "seq<float>(3)", "optional<float>(none)"
 
  private:
+  enum class Kind : uint8_t { Dense, Sequence, None };
+  struct Composite;  // what data_ holds for a sequence or an empty optional
+  const Composite& composite() const { return *static_cast<const Composite*>(data_.get()); }
+
   void check_type(DataType expected) const;
   [[noreturn]] static void throw_size_mismatch(int64_t expected, size_t got);
 
   DataType type_ = DataType::Undefined;
+  Kind kind_ = Kind::Dense;  // fits in type_'s padding: a Tensor stays 56 bytes
   Shape shape_;
   size_t bytes_ = 0;
   std::shared_ptr<void> data_;

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "epprof/rt/graph.h"
 #include "epprof/rt/tensor.h"
 
 namespace epprof::rt {
@@ -16,5 +17,11 @@ NamedTensor read_tensor_file(const std::string& path);            // throws Erro
 void write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name = "");
 NamedTensor parse_tensor_proto(const void* data, size_t size);   // throws Error
 std::string serialize_tensor_proto(const Tensor& tensor, const std::string& name = "");
+
+// A value of the type `info` declares, from a TensorProto, SequenceProto
+// (info.kind Sequence) or OptionalProto (info.optional) file, as a Tensor
+// (sequence_of / none; see tensor.h). An empty sequence or optional whose
+// file does not say its element type gets info.type.
+NamedTensor read_value_file(const std::string& path, const IoInfo& info);  // throws Error
 
 }  // namespace epprof::rt
