@@ -45,7 +45,6 @@ class PhaseScope {
   SessionPhaseInfo info_;
 };
 
-<<<<<<< HEAD
 // What a model needs that no execution provider offers, grouped by (domain,
 // op, opset): the whole gap in one error, not one op per failed attempt.
 class UnclaimedOps {
@@ -78,18 +77,32 @@ class UnclaimedOps {
   };
   std::map<std::tuple<std::string, std::string, int>, Entry> entries_;
 };
-=======
-// Picks the first provider that claims `node` (its index in `provider`) and creates its kernel.
+
+// The first provider that claims `node`, or providers.size() when none does.
+size_t claiming_provider(const Session::Impl& s, const Node& node) {
+  for (size_t p = 0; p < s.providers.size(); ++p)
+    if (s.providers[p]->claims(node)) return p;
+  return s.providers.size();
+}
+
+// Every node of `nodes` and of their subgraphs that no provider claims.
+void collect_unclaimed(const Session::Impl& s, const std::vector<Node>& nodes, UnclaimedOps& unclaimed) {
+  for (const Node& node : nodes) {
+    if (claiming_provider(s, node) == s.providers.size()) unclaimed.add(node);
+    for (const auto& kv : node.attributes)
+      if (kv.second.kind == Attribute::Kind::Graph && kv.second.graph)
+        collect_unclaimed(s, kv.second.graph->nodes, unclaimed);
+  }
+}
+
+// Picks the first provider that claims `node` (its index in `provider`) and
+// creates its kernel. Every node is known to be claimed (collect_unclaimed).
 std::unique_ptr<Kernel> create_kernel(const Session::Impl& s, const Node& node, size_t& provider) {
-  size_t chosen = s.providers.size();
-  for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
-    if (s.providers[p]->claims(node)) chosen = p;
+  const size_t chosen = claiming_provider(s, node);
   if (chosen == s.providers.size()) {
-    std::string tried;
-    for (const auto& n : s.provider_names) tried += (tried.empty() ? "" : ", ") + n;
-    throw Error(ErrorKind::UnsupportedOp, "no execution provider claims op '" + node.op_type + "' of node '" +
-                                              node.name + "' (domain '" + node.domain + "', opset " +
-                                              std::to_string(node.opset) + "); providers tried: " + tried);
+    UnclaimedOps unclaimed;
+    unclaimed.add(node);
+    throw Error(ErrorKind::UnsupportedOp, unclaimed.describe(s.provider_names));
   }
   std::unique_ptr<Kernel> kernel;
   try {
@@ -104,35 +117,18 @@ std::unique_ptr<Kernel> create_kernel(const Session::Impl& s, const Node& node, 
   provider = chosen;
   return kernel;
 }
->>>>>>> wt-ctrl
 
+// Refuses a model with any unclaimed node, subgraphs included, naming them
+// all at once; then creates the top-level kernels (subgraphs' come with
+// their plans).
 void assign_and_create_kernels(Session::Impl& s) {
   UnclaimedOps unclaimed;
-  for (const Node& node : s.model.nodes) {
-<<<<<<< HEAD
-    size_t chosen = s.providers.size();
-    for (size_t p = 0; p < s.providers.size() && chosen == s.providers.size(); ++p)
-      if (s.providers[p]->claims(node)) chosen = p;
-    if (chosen == s.providers.size()) unclaimed.add(node);
-    s.node_provider.push_back(chosen);
-  }
+  collect_unclaimed(s, s.model.nodes, unclaimed);
   if (!unclaimed.empty()) throw Error(ErrorKind::UnsupportedOp, unclaimed.describe(s.provider_names));
   for (const Node& node : s.model.nodes) {
-    const size_t chosen = s.node_provider[node.index];
-    try {
-      s.kernels.push_back(s.providers[chosen]->create_kernel(node));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Kernel) throw;
-      throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.message());
-    } catch (const std::exception& e) {
-      throw Error(ErrorKind::InvalidModel, node.describe() + ": " + e.what());
-    }
-    if (!s.kernels.back()) throw Error(ErrorKind::UnsupportedOp, s.provider_names[chosen] + " created no kernel for " + node.describe());
-=======
     size_t provider = 0;
     s.kernels.push_back(create_kernel(s, node, provider));
     s.node_provider.push_back(provider);
->>>>>>> wt-ctrl
   }
 }
 
