@@ -85,7 +85,8 @@ T wrap_mul(T a, T b) {
 }
 template <typename T>
 T wrap_neg(T a) {
-  return wrap_sub(T(0), a);
+  if constexpr (std::is_integral_v<T>) return wrap_sub(T(0), a);
+  else return -a;  // not 0 - a, which turns +0 into +0 instead of -0
 }
 
 // Which element types an element-wise op accepts.

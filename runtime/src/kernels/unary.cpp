@@ -99,6 +99,7 @@ std::unique_ptr<Kernel> make_abs(const Node& n) {
   return unary<Accept::Numeric>(n, [](auto x) {
     using T = decltype(x);
     if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_floating_point_v<T>) return std::abs(x);
     else return x < 0 ? wrap_neg(x) : x;  // wraps for INT_MIN, like numpy
   });
 }
