@@ -274,11 +274,25 @@ TEST(OpsElementwise, DropoutInferenceAndTraining) {
   const auto out = old.run();
   EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2}));
   EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{1, 1}));  // opset < 10: mask of X's type
+  // Training mode draws numpy's MT19937 stream for seed 0: the first uniform
+  // draws are 0.5488, 0.7152, 0.6028, 0.5449.
   OneNode train("Dropout",
-                {Tensor::from_vector<float>({2}, {1, 2}), Tensor::from_vector<float>({}, {0.5f}),
+                {Tensor::from_vector<float>({4}, {1, 2, 3, 4}), Tensor::from_vector<float>({}, {0.6f}),
                  Tensor::from_vector<bool>({}, {true})},
                 kFloat);
-  expect_error([&] { train.run(); }, {"training_mode", "not supported"});
+  train.node->add_output("mask");
+  add_io(train.model, false, "mask", {4}, kBool);
+  const auto t = train.run();
+  EXPECT_EQ(t[1].to_vector<bool>(), (std::vector<bool>{false, true, true, false}));
+  const auto ty = t[0].to_vector<float>();
+  EXPECT_FLOAT_EQ(ty[1], 5.0f);
+  EXPECT_FLOAT_EQ(ty[2], 7.5f);
+  EXPECT_EQ(ty[0], 0.0f);
+  OneNode bad("Dropout",
+              {Tensor::from_vector<float>({2}, {1, 2}), Tensor::from_vector<float>({}, {1.0f}),
+               Tensor::from_vector<bool>({}, {true})},
+              kFloat);
+  expect_error([&] { bad.run(); }, {"'ratio' must be in [0, 1)"});
   OneNode zero("Dropout",
                {Tensor::from_vector<float>({2}, {1, 2}), Tensor::from_vector<float>({}, {0.0f}),
                 Tensor::from_vector<bool>({}, {true})},

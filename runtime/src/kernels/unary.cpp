@@ -1,6 +1,8 @@
 // Unary math and activation functions, Clip and (inference) Dropout.
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <type_traits>
 
@@ -256,50 +258,83 @@ std::unique_ptr<Kernel> make_clip(const Node& node) {
   });
 }
 
-// Dropout at inference is the identity; the optional mask is all true (of X's
-// type before opset 10). In training mode a non-zero ratio draws a random
-// mask, which the test data's seeds do not make reproducible: refused.
+// Uniform double in [0, 1) from two 32-bit draws, as numpy's random_sample
+// builds it: with std::mt19937 seeded like numpy's legacy RandomState.seed,
+// training-mode Dropout reproduces the ONNX reference (np.random.seed(seed);
+// np.random.uniform(0, 1, shape) >= ratio).
+double numpy_uniform(std::mt19937& gen) {
+  const uint32_t a = gen() >> 5, b = gen() >> 6;
+  return (a * 67108864.0 + b) / 9007199254740992.0;
+}
+
+// Dropout at inference is the identity and the optional mask all true (of X's
+// type before opset 10). From opset 12, training_mode = true keeps each
+// element with probability 1 - ratio and scales it by 1 / (1 - ratio); the
+// mask is drawn from the `seed` attribute (0 when absent, so every run draws
+// the same mask: kernels are deterministic).
 std::unique_ptr<Kernel> make_dropout(const Node& node) {
   const int opset = node.opset;
   const float ratio_attr = node.attr_float("ratio", 0.5f);
   if (opset < 12 && !(ratio_attr >= 0 && ratio_attr < 1))
     fail(node.op_type + ": attribute 'ratio' must be in [0, 1), got " + std::to_string(ratio_attr));
+  // numpy takes the seed as an unsigned 32-bit value.
+  const auto seed = static_cast<uint32_t>(node.attr_int("seed", 0));
   const bool want_mask = node.has_output(1);
-  return make_kernel([opset, want_mask, who = node.op_type](KernelContext& ctx) {
+  return make_kernel([opset, seed, want_mask, who = node.op_type](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
+    bool training = false;
+    double ratio = 0.5;
     if (opset >= 12) {
-      const Tensor* training = ctx.optional_input(2);
-      if (training) {
-        if (training->dtype() != DataType::Bool || training->size() != 1)
-          fail(who + ": input 'training_mode' must be a bool scalar, got " + training->description());
-        if (training->data<bool>()[0]) {
-          float ratio = 0.5f;
-          if (const Tensor* r = ctx.optional_input(1)) {
-            if (r->size() != 1) fail(who + ": input 'ratio' must be a scalar, got " + r->description());
-            dispatch_real(r->dtype(), [&](auto tag) { ratio = convert<float>(r->data<decltype(tag)>()[0]); });
-          }
-          if (ratio != 0)
-            fail(who + ": training_mode with ratio " + std::to_string(ratio) +
-                 " needs a random mask; training-mode Dropout is not supported");
-        }
+      if (const Tensor* t = ctx.optional_input(2)) {
+        if (t->dtype() != DataType::Bool || t->size() != 1)
+          fail(who + ": input 'training_mode' must be a bool scalar, got " + t->description());
+        training = t->data<bool>()[0];
+      }
+      if (const Tensor* r = ctx.optional_input(1)) {
+        if (r->size() != 1) fail(who + ": input 'ratio' must be a scalar, got " + r->description());
+        dispatch_real(r->dtype(), [&](auto tag) { ratio = convert<double>(r->data<decltype(tag)>()[0]); });
+        if (!(ratio >= 0 && ratio < 1)) fail(who + ": input 'ratio' must be in [0, 1), got " + std::to_string(ratio));
       }
     }
-    ctx.outputs[0] = x;
-    if (!want_mask) return;
-    if (opset >= 10) {
-      Tensor mask(DataType::Bool, x.shape());
-      bool* m = mask.mutable_data<bool>();
-      for (int64_t i = 0, n = x.size(); i < n; ++i) m[i] = true;
-      ctx.outputs[1] = std::move(mask);
-    } else {
-      Tensor mask(x.dtype(), x.shape());
-      dispatch_real(x.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* m = mask.mutable_data<T>();
-        for (int64_t i = 0, n = x.size(); i < n; ++i) m[i] = convert<T>(1.0f);
-      });
-      ctx.outputs[1] = std::move(mask);
+    if (!training || ratio == 0) {
+      ctx.outputs[0] = x;
+      if (!want_mask) return;
+      if (opset >= 10) {
+        Tensor mask(DataType::Bool, x.shape());
+        bool* m = mask.mutable_data<bool>();
+        for (int64_t i = 0, n = x.size(); i < n; ++i) m[i] = true;
+        ctx.outputs[1] = std::move(mask);
+      } else {
+        Tensor mask(x.dtype(), x.shape());
+        dispatch_real(x.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          T* m = mask.mutable_data<T>();
+          for (int64_t i = 0, n = x.size(); i < n; ++i) m[i] = convert<T>(1.0f);
+        });
+        ctx.outputs[1] = std::move(mask);
+      }
+      return;
     }
+    dispatch_real(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!accepts<Accept::Float, T>()) {
+        fail_type(who, "input (training mode)", x, Accept::Float);
+      } else {
+        using C = compute_t<T>;
+        const C scale = static_cast<C>(1.0 / (1.0 - ratio));
+        std::mt19937 gen(seed);
+        Tensor y(x.dtype(), x.shape()), mask(DataType::Bool, x.shape());
+        const T* in = x.data<T>();
+        T* o = y.mutable_data<T>();
+        bool* m = mask.mutable_data<bool>();
+        for (int64_t i = 0, n = x.size(); i < n; ++i) {
+          m[i] = numpy_uniform(gen) >= ratio;
+          o[i] = from_compute<T>(m[i] ? to_compute(in[i]) * scale : C(0));
+        }
+        ctx.outputs[0] = std::move(y);
+        if (want_mask) ctx.outputs[1] = std::move(mask);
+      }
+    });
   });
 }
 
