@@ -261,6 +261,15 @@ TEST(OpsElementwise, CastSaturatesAndRejectsString) {
   expect_error([&] { s.run(); }, {"string tensors are not supported"});
 }
 
+TEST(OpsElementwise, CastDoubleToFloat16RoundsOnce) {
+  // 1 + 2^-11 + 2^-30 lies just above the midpoint of float16's 1 and 1 + 2^-10.
+  // Through float (to nearest) it would become the midpoint and round to even, 1.
+  OneNode c("Cast", {Tensor::from_vector<double>({1}, {1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30)})},
+            onnx::TensorProto::FLOAT16);
+  set_int(c.node, "to", onnx::TensorProto::FLOAT16);
+  EXPECT_EQ(c.run()[0].to_vector<Float16>()[0].bits, 0x3C01);  // 1 + 2^-10
+}
+
 TEST(OpsElementwise, CastLikeTakesSecondInputsType) {
   OneNode c("CastLike", {Tensor::from_vector<double>({2}, {1.5, -2.5}), Tensor::from_vector<int16_t>({1}, {0})},
             onnx::TensorProto::INT16);

@@ -5,6 +5,8 @@
 // integer ops wrap like numpy and ONNX Runtime).
 #pragma once
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -42,6 +44,19 @@ T from_compute(compute_t<T> v) {
   else return v;
 }
 
+// double -> float rounding to odd: an inexact result gets an odd last bit.
+// Rounding that float to a 16-bit float then gives the correctly rounded
+// (nearest-even) result of the double; rounding to nearest twice could not.
+inline float to_float_round_to_odd(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || static_cast<double>(f) == v) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 1u) == 0) f = std::nextafter(f, v > f ? std::numeric_limits<float>::infinity()
+                                                     : -std::numeric_limits<float>::infinity());
+  return f;
+}
+
 // Value conversion between any two storable types. Float to integer
 // saturates and maps NaN to 0 (an out-of-range float->int cast is undefined).
 template <typename To, typename From>
@@ -49,7 +64,8 @@ To convert(From v) {
   if constexpr (is_half_v<From>) {
     return convert<To>(v.to_float());
   } else if constexpr (is_half_v<To>) {
-    return To::from_float(convert<float>(v));
+    if constexpr (std::is_same_v<From, float>) return To::from_float(v);
+    else return To::from_float(to_float_round_to_odd(static_cast<double>(v)));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
