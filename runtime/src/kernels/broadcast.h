@@ -1,5 +1,7 @@
-// Numpy-style multidirectional broadcasting for binary element-wise ops.
+// Numpy-style multidirectional broadcasting for element-wise ops.
 #pragma once
+#include <array>
+#include <cstddef>
 #include <vector>
 
 #include "kernels/common.h"
@@ -11,8 +13,43 @@ Shape broadcast_shapes(const Shape& a, const Shape& b);  // throws Error if inco
 // Strides of `in` laid out in the output's rank; 0 along broadcast dims.
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
 
-// out[i] = f(a[ia], b[ib]) over the broadcast index space. `out` must already have
-// the broadcast shape.
+// Walks the output (shape `so`, each in[k] broadcastable to it) one run of its
+// innermost dimension at a time: row(base, off, step, len) covers output
+// elements base .. base+len-1, whose input k element j is at off[k] + j*step[k].
+template <size_t K, typename Row>
+void for_each_broadcast_row(const std::array<const Shape*, K>& in, const Shape& so, Row&& row) {
+  const int64_t n = shape_size(so);
+  if (n == 0) return;
+  std::array<int64_t, K> off{}, step{};
+  if (so.empty()) {
+    row(int64_t{0}, off, step, int64_t{1});
+    return;
+  }
+  const size_t r = so.size();
+  std::array<std::vector<int64_t>, K> str;
+  for (size_t k = 0; k < K; ++k) {
+    str[k] = broadcast_strides(*in[k], so);
+    step[k] = str[k][r - 1];
+  }
+  const int64_t inner = so[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t base = 0; base < n; base += inner) {
+    row(base, off, step, inner);
+    // advance the outer index (all dims but the last)
+    for (size_t d = r - 1; d-- > 0;) {
+      if (++idx[d] < so[d]) {
+        for (size_t k = 0; k < K; ++k) off[k] += str[k][d];
+        break;
+      }
+      for (size_t k = 0; k < K; ++k) off[k] -= str[k][d] * (so[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// out[i] = f(a[ia], b[ib]) over the broadcast index space. `out` must already
+// have the shape `so`, to which sa and sb broadcast. `out` may alias `a` when
+// sa == so (each element is read before it is written).
 template <typename TA, typename TB, typename TO, typename F>
 void broadcast_binary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out, const Shape& so, F f) {
   const int64_t n = shape_size(so);
@@ -31,24 +68,25 @@ void broadcast_binary(const TA* a, const Shape& sa, const TB* b, const Shape& sb
     for (int64_t i = 0; i < n; ++i) out[i] = f(av, b[i]);
     return;
   }
-  const auto stra = broadcast_strides(sa, so);
-  const auto strb = broadcast_strides(sb, so);
-  const size_t r = so.size();
-  const int64_t inner = so[r - 1], ia = stra[r - 1], ib = strb[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t offa = 0, offb = 0;
-  for (int64_t base = 0; base < n; base += inner) {
-    for (int64_t j = 0; j < inner; ++j) out[base + j] = f(a[offa + j * ia], b[offb + j * ib]);
-    // advance the outer index (all dims but the last)
-    for (size_t d = r - 1; d-- > 0;) {
-      offa += stra[d];
-      offb += strb[d];
-      if (++idx[d] < so[d]) break;
-      offa -= stra[d] * so[d];
-      offb -= strb[d] * so[d];
-      idx[d] = 0;
-    }
-  }
+  for_each_broadcast_row<2>({&sa, &sb}, so, [&](int64_t base, const auto& off, const auto& step, int64_t len) {
+    const TA* pa = a + off[0];
+    const TB* pb = b + off[1];
+    TO* po = out + base;
+    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]]);
+  });
+}
+
+// out[i] = f(a[ia], b[ib], c[ic]) over the broadcast index space of three inputs.
+template <typename TA, typename TB, typename TC, typename TO, typename F>
+void broadcast_ternary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, const TC* c, const Shape& sc,
+                       TO* out, const Shape& so, F f) {
+  for_each_broadcast_row<3>({&sa, &sb, &sc}, so, [&](int64_t base, const auto& off, const auto& step, int64_t len) {
+    const TA* pa = a + off[0];
+    const TB* pb = b + off[1];
+    const TC* pc = c + off[2];
+    TO* po = out + base;
+    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]], pc[j * step[2]]);
+  });
 }
 
 }  // namespace epprof::rt::kernels

@@ -6,6 +6,7 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/elementwise_util.h"
 
 namespace epprof::rt::kernels {
 
@@ -54,50 +55,36 @@ std::unique_ptr<Kernel> make_reduce_mean(const Node& node) {
   });
 }
 
-template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename To, typename From>
-To convert(From v) {
-  if constexpr (is_half_v<From>) {
-    return convert<To>(v.to_float());
-  } else if constexpr (is_half_v<To>) {
-    return To::from_float(convert<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    // Out-of-range float→int is undefined in C++; saturate and map NaN to 0.
-    if (std::isnan(v)) return To(0);
-    if (v <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
+// Cast to `target`: every pair of supported types (string tensors are not
+// supported by the runtime). Float to integer saturates, NaN gives 0.
+Tensor cast_tensor(const Tensor& x, DataType target) {
+  if (x.dtype() == target) return x;
+  Tensor out(target, x.shape());
+  dispatch_any(x.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_any(target, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* in = x.data<From>();
+      To* o = out.mutable_data<To>();
+      for (int64_t i = 0, n = x.size(); i < n; ++i) o[i] = convert<To>(in[i]);
+    });
+  });
+  return out;
 }
 
 std::unique_ptr<Kernel> make_cast(const Node& node) {
+  if (!node.has_attr("to")) fail(node.op_type + ": missing required attribute 'to'");
   const int64_t to = node.attr_int("to", 0);
-  if (!is_supported_type(static_cast<int>(to))) fail(node.describe() + ": cannot cast to element type " + std::to_string(to));
+  if (to == 8) fail(node.op_type + ": cannot cast to string: string tensors are not supported");
+  if (!is_supported_type(static_cast<int>(to)))
+    fail(node.op_type + ": attribute 'to' = " + std::to_string(to) + " is not a supported element type");
   const auto target = static_cast<DataType>(to);
-  return make_kernel([target](KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    if (x.dtype() == target) {
-      ctx.outputs[0] = x;
-      return;
-    }
-    Tensor out(target, x.shape());
-    dispatch_any(x.dtype(), [&](auto from_tag) {
-      using From = decltype(from_tag);
-      dispatch_any(target, [&](auto to_tag) {
-        using To = decltype(to_tag);
-        const From* in = x.data<From>();
-        To* o = out.mutable_data<To>();
-        for (int64_t i = 0, n = x.size(); i < n; ++i) o[i] = convert<To>(in[i]);
-      });
-    });
-    ctx.outputs[0] = std::move(out);
-  });
+  return make_kernel([target](KernelContext& ctx) { ctx.outputs[0] = cast_tensor(ctx.input(0), target); });
+}
+
+// CastLike: Cast to the element type of the second input.
+std::unique_ptr<Kernel> make_cast_like(const Node&) {
+  return make_kernel([](KernelContext& ctx) { ctx.outputs[0] = cast_tensor(ctx.input(0), ctx.input(1).dtype()); });
 }
 
 }  // namespace
@@ -105,6 +92,7 @@ std::unique_ptr<Kernel> make_cast(const Node& node) {
 void register_reduce(std::vector<KernelDef>& t) {
   t.push_back({"ReduceMean", 1, 17, make_reduce_mean});
   t.push_back({"Cast", 6, 17, make_cast});
+  t.push_back({"CastLike", 15, 17, make_cast_like});
 }
 
 }  // namespace epprof::rt::kernels
