@@ -1,10 +1,11 @@
 // Normalisation and activation ops over an axis: BatchNormalization,
-// LayerNormalization, Softmax.
+// LayerNormalization, Softmax and LogSoftmax.
 #include <cmath>
 #include <vector>
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/softmax.h"
 
 namespace epprof::rt::kernels {
 
@@ -120,37 +121,33 @@ std::unique_ptr<Kernel> make_layer_norm(const Node& node) {
   });
 }
 
+// Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
+// `axis` (default 1) and normalised over the flattened trailing dims; from 13
+// it is normalised along `axis` alone (default -1).
+template <bool Log>
 std::unique_ptr<Kernel> make_softmax(const Node& node) {
-  const bool legacy = node.opset < 13;  // opsets 1 and 11 coerce the input to 2-D
+  const bool legacy = node.opset < 13;
   const int64_t axis_attr = node.attr_int("axis", legacy ? 1 : -1);
+  const std::string what = node.describe();
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    require_float(x, "Softmax input");
-    Tensor out(DataType::Float, x.shape());
-    if (x.size() == 0) {
-      ctx.outputs[0] = std::move(out);
-      return;
-    }
+    if (x.dtype() != DataType::Float && x.dtype() != DataType::Double)
+      fail(what + ": input must be float or double, got " + x.description());
+    Tensor out(x.dtype(), x.shape());
     const int64_t rank = static_cast<int64_t>(x.rank());
+    // A scalar is treated as [1]: its only element normalises to 1 (log: 0).
     const int64_t axis = normalize_axis(axis_attr, std::max<int64_t>(rank, 1));
-    int64_t n = 1, inner = 1;
-    if (legacy) {
-      for (int64_t d = axis; d < rank; ++d) n *= x.dim(static_cast<size_t>(d));
-    } else if (rank > 0) {
-      n = x.dim(static_cast<size_t>(axis));
-      for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(static_cast<size_t>(d));
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t v = x.dim(static_cast<size_t>(d));
+      if (d < axis) outer *= v;
+      else if (d == axis || legacy) n *= v;
+      else inner *= v;
     }
-    const int64_t outer = x.size() / (n * inner);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        const float* xr = x.data<float>() + o * n * inner + i;
-        float* yr = out.mutable_data<float>() + o * n * inner + i;
-        float mx = xr[0];
-        for (int64_t k = 1; k < n; ++k) mx = std::max(mx, xr[k * inner]);
-        float sum = 0.0f;
-        for (int64_t k = 0; k < n; ++k) sum += (yr[k * inner] = std::exp(xr[k * inner] - mx));
-        for (int64_t k = 0; k < n; ++k) yr[k * inner] /= sum;
-      }
+    if (x.dtype() == DataType::Float)
+      softmax_along(x.data<float>(), out.mutable_data<float>(), outer, n, inner, Log);
+    else
+      softmax_along(x.data<double>(), out.mutable_data<double>(), outer, n, inner, Log);
     ctx.outputs[0] = std::move(out);
   });
 }
@@ -160,7 +157,8 @@ std::unique_ptr<Kernel> make_softmax(const Node& node) {
 void register_nn(std::vector<KernelDef>& t) {
   t.push_back({"BatchNormalization", 6, 17, make_batch_norm});
   t.push_back({"LayerNormalization", 17, 17, make_layer_norm});
-  t.push_back({"Softmax", 1, 17, make_softmax});
+  t.push_back({"Softmax", 1, 17, make_softmax<false>});
+  t.push_back({"LogSoftmax", 1, 17, make_softmax<true>});
 }
 
 }  // namespace epprof::rt::kernels
