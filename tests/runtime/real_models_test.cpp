@@ -48,11 +48,12 @@ struct RealModel {
   std::string ref;        // directory of input_K.pb / output_K.pb
   double tolerance = 0;
   int inputs = 0, outputs = 0;
+  double ort_floor = -1;  // ONNX Runtime's optimised vs unoptimised difference; -1: not recorded
   std::string error;      // a malformed manifest line
 };
 
-// manifest.txt: "id model-file reference-dir tolerance inputs outputs" per
-// line, paths relative to the cache; '#' starts a comment.
+// manifest.txt: "id model-file reference-dir tolerance inputs outputs
+// [ort-floor]" per line, paths relative to the cache; '#' starts a comment.
 std::vector<RealModel> load_manifest() {
   const std::string dir = cache_dir();
   std::ifstream in(dir + "/manifest.txt");
@@ -68,6 +69,7 @@ std::vector<RealModel> load_manifest() {
       m.id = m.id.empty() ? "line" + std::to_string(n) : m.id;
       m.error = dir + "/manifest.txt line " + std::to_string(n) + " is malformed: '" + line + "'";
     }
+    if (!(fields >> m.ort_floor)) m.ort_floor = -1;
     m.model = dir + "/" + model;
     m.ref = dir + "/" + ref;
     models.push_back(m);
@@ -195,7 +197,8 @@ TEST_P(RealModels, MatchesOnnxRuntime) {
     double worst = 0;
     const std::string mismatch = compare(what, got[k], want[k].tensor, m.tolerance, &worst);
     if (!mismatch.empty()) ADD_FAILURE() << mismatch;
-    else std::printf("%s: max relative error %.3g (tolerance %g)\n", what.c_str(), worst, m.tolerance);
+    else std::printf("%s: max relative error %.3g (tolerance %g; ONNX Runtime against itself unoptimised: %.3g)\n",
+                     what.c_str(), worst, m.tolerance, m.ort_floor);
   }
 
   // Profiled: the same outputs, and node events for every node in each run.

@@ -62,7 +62,7 @@ const std::vector<KernelDef>& cpu_kernel_table() {
     register_conv(t);
     register_pool(t);
     register_shape(t);
-    register_reduce(t);
+    register_cast(t);
     register_unary(t);
     register_logical(t);
     register_indexing(t);

@@ -44,7 +44,7 @@ void register_nn(std::vector<KernelDef>& table);
 void register_conv(std::vector<KernelDef>& table);
 void register_pool(std::vector<KernelDef>& table);
 void register_shape(std::vector<KernelDef>& table);
-void register_reduce(std::vector<KernelDef>& table);
+void register_cast(std::vector<KernelDef>& table);               // Cast, CastLike
 void register_unary(std::vector<KernelDef>& table);          // unary math and activations
 void register_logical(std::vector<KernelDef>& table);        // comparisons, logic, Where, bit ops
 void register_indexing(std::vector<KernelDef>& table);       // gather/scatter, slicing, TopK, ArgMax...

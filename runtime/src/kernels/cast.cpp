@@ -1,10 +1,8 @@
 // Cast and CastLike.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
-#include "kernels/broadcast.h"
 #include "kernels/common.h"
 #include "kernels/elementwise_util.h"
 
@@ -46,7 +44,7 @@ std::unique_ptr<Kernel> make_cast_like(const Node&) {
 
 }  // namespace
 
-void register_reduce(std::vector<KernelDef>& t) {
+void register_cast(std::vector<KernelDef>& t) {
   t.push_back({"Cast", 6, 17, make_cast});
   t.push_back({"CastLike", 15, 17, make_cast_like});
 }
