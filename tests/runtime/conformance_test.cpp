@@ -250,6 +250,10 @@ int main(int argc, char** argv) {
               passed, total, 100.0 * passed / std::max(1, total), failed_known + unexpected, failed_known, unexpected,
               known.size(), now_passing.size(), g_data_sets, g_outputs);
   bool ok = unexpected == 0 && now_passing.empty();
+  if (filter.empty() && passed < total * 9 / 10 + (total * 9 % 10 != 0)) {
+    std::printf("fewer than 90%% of the %d cases pass (%d)\n", total, passed);
+    ok = false;
+  }
   if (total == 0) {
     std::printf("no case under %s%s\n", root.c_str(), filter.empty() ? "" : (" matching '" + filter + "'").c_str());
     ok = false;
