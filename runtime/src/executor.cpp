@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include "shape_epochs.h"
+
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -178,11 +180,13 @@ class NodeSubgraphs final : public SubgraphRunner {
       values[static_cast<size_t>(plan.outer_slots[i])] =
           values_[static_cast<size_t>(np_.implicit_slots[sp->outer_from[i]])];
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
+    RunContext run = run_;
+    if (obs_.count) run.shape_epoch = subgraph_epoch(*sp, values);
     // The run reserved correlation ids for the top-level plan's positions
     // only: each subgraph node execution takes a fresh one.
     Releaser rel(plan);
     for (const NodePlan& n : plan.nodes) {
-      run_node(n, obs_.count ? epprof_correlation_id_next() : 0, values, obs_, run_);
+      run_node(n, obs_.count ? epprof_correlation_id_next() : 0, values, obs_, run);
       rel.after_node(plan, n, values);
     }
     std::vector<Tensor> outputs;
@@ -195,7 +199,17 @@ class NodeSubgraphs final : public SubgraphRunner {
   const NodePlan& np_;
   const std::vector<Tensor>& values_;
   const Observers& obs_;
-  const RunContext run_;  // no shape epoch: a subgraph's shapes may change between its executions
+  const RunContext run_;  // the top-level epoch does not hold inside: subgraphs have their own
+
+  // The epoch of this execution of the subgraph (0: none), from the shapes
+  // of its inputs and of the outer values it reads.
+  static uint64_t subgraph_epoch(const SubgraphPlan& sp, const std::vector<Tensor>& values) {
+    std::vector<const Tensor*> given;
+    given.reserve(sp.plan->input_slots.size() + sp.plan->outer_slots.size());
+    for (int id : sp.plan->input_slots) given.push_back(&values[static_cast<size_t>(id)]);
+    for (int id : sp.plan->outer_slots) given.push_back(&values[static_cast<size_t>(id)]);
+    return sp.epochs->epoch_for(given);
+  }
 };
 
 }  // namespace

@@ -14,9 +14,15 @@ namespace epprof::rt::detail {
 struct ExecPlan;
 
 // A GRAPH attribute of a node, compiled like the top-level graph.
+class ShapeEpochs;
+
 struct SubgraphPlan {
   const Graph* graph = nullptr;
   std::shared_ptr<const ExecPlan> plan;
+  // The subgraph's own shape epochs, over its inputs and the outer values it
+  // reads: executions with the same shapes there (a Loop's iterations, an
+  // If taken again) share an epoch when the subgraph's shapes follow them.
+  std::shared_ptr<ShapeEpochs> epochs;
   // For each of plan->outer_slots: the position of its value in the
   // node's implicit_slots.
   std::vector<size_t> outer_from;

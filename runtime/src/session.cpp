@@ -201,6 +201,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       detail::SubgraphPlan sp;
       sp.graph = kv.second.graph.get();
       sp.plan = compile_subgraph(s, *sp.graph);
+      sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::shapes_follow_input_shapes(*sp.plan));
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
             std::lower_bound(node.implicit_inputs.begin(), node.implicit_inputs.end(), name) -

@@ -6,22 +6,57 @@ namespace epprof::rt::detail {
 namespace {
 
 // Ops (default domain) whose output shapes follow from their inputs' shapes
-// and their attributes alone.
+// and their attributes alone. Ops not listed here or below (data-dependent
+// shapes: NonZero, Unique, NonMaxSuppression; control flow; sequences) end
+// the proof.
 constexpr const char* kShapeOnlyOps[] = {
-    "Add",     "Sub",        "Mul",           "Div",       "Pow",       "Sqrt",    "Exp",
-    "Log",     "Erf",        "Tanh",          "Sigmoid",   "Relu",      "LeakyRelu", "Softmax",
-    "MatMul",  "Gemm",       "Conv",          "MaxPool",   "AveragePool", "GlobalAveragePool",
-    "BatchNormalization",    "LayerNormalization",        "Flatten",   "Transpose", "Concat",
-    "Identity", "Constant",  "Shape",         "Gather",    "Cast",
+    // element-wise, unary, activations, comparisons and logic
+    "Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "Max", "Min", "Sum", "Mean", "PRelu", "Sqrt", "Exp",
+    "Log", "Erf", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign",
+    "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
+    "IsNaN", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "Softplus", "Softsign", "ThresholdedRelu",
+    "Shrink", "Clip", "Dropout", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or",
+    "Xor", "Where", "Cast", "CastLike", "Identity", "Constant", "Shape", "Size", "EyeLike",
+    // linear algebra, convolution, pooling, normalisation
+    "MatMul", "Gemm", "Einsum", "Det", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+    "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "BatchNormalization", "LayerNormalization",
+    "InstanceNormalization", "LRN", "MeanVarianceNormalization", "Softmax", "LogSoftmax", "Hardmax",
+    "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "QuantizeLinear", "DequantizeLinear",
+    "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "GridSample",
+    "RoiAlign", "RNN", "GRU", "LSTM", "TfIdfVectorizer",
+    // rearrangement whose shape is in the attributes or the other inputs' shapes
+    "Flatten", "Transpose", "Concat", "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements",
+    "ScatterND", "DepthToSpace", "SpaceToDepth", "CumSum", "Trilu", "ReverseSequence", "ArgMax", "ArgMin",
 };
-// Ops whose output shape also reads the values of input 1 (a shape, or axes).
-constexpr const char* kShapeFromInput1Ops[] = {"Reshape", "Squeeze", "Unsqueeze", "ReduceMean"};
 
-template <size_t N>
-bool is_one_of(const std::string& op, const char* const (&ops)[N]) {
-  for (const char* o : ops)
+// Ops whose output shapes also read the values of some inputs (a shape, axes,
+// sizes, scales, counts): bit i set for input i.
+struct ValueInputs {
+  const char* op;
+  unsigned inputs;
+};
+constexpr ValueInputs kShapeFromValuesOps[] = {
+    {"Reshape", 1u << 1},     {"Squeeze", 1u << 1},    {"Unsqueeze", 1u << 1},   {"Expand", 1u << 1},
+    {"Tile", 1u << 1},        {"Split", 1u << 1},      {"TopK", 1u << 1},        {"OneHot", 1u << 1},
+    {"Compress", 1u << 1},    {"Upsample", 1u << 1},   {"DFT", 1u << 1},         {"ConstantOfShape", 1u << 0},
+    {"Pad", 1u << 1 | 1u << 3}, {"Slice", 0x1eu},      {"Resize", 0xeu},         {"Range", 0x7u},
+    {"MaxUnpool", 1u << 2},   {"STFT", 1u << 1 | 1u << 3}, {"BlackmanWindow", 1u}, {"HammingWindow", 1u},
+    {"HannWindow", 1u},       {"MelWeightMatrix", 0x1fu},
+    {"ReduceSum", 1u << 1},   {"ReduceMean", 1u << 1}, {"ReduceMax", 1u << 1},   {"ReduceMin", 1u << 1},
+    {"ReduceProd", 1u << 1},  {"ReduceL1", 1u << 1},   {"ReduceL2", 1u << 1},    {"ReduceLogSum", 1u << 1},
+    {"ReduceLogSumExp", 1u << 1}, {"ReduceSumSquare", 1u << 1},
+};
+
+bool is_shape_only(const std::string& op) {
+  for (const char* o : kShapeOnlyOps)
     if (op == o) return true;
   return false;
+}
+
+const ValueInputs* value_inputs(const std::string& op) {
+  for (const ValueInputs& v : kShapeFromValuesOps)
+    if (op == v.op) return &v;
+  return nullptr;
 }
 
 std::atomic<uint64_t> g_next_epoch{1};
@@ -37,12 +72,12 @@ bool shapes_follow_input_shapes(const ExecPlan& plan) {
   for (const NodePlan& np : plan.nodes) {  // topological order
     const Node& node = *np.node;
     if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-    const bool reads_input1 = is_one_of(node.op_type, kShapeFromInput1Ops);
-    if (!reads_input1 && !is_one_of(node.op_type, kShapeOnlyOps)) return false;
-    if (reads_input1 && np.in_slots.size() > 1 && np.in_slots[1] >= 0 &&
-        !fixed[static_cast<size_t>(np.in_slots[1])])
-      return false;
-    bool outputs_fixed = node.op_type == "Shape";
+    const ValueInputs* values = value_inputs(node.op_type);
+    if (!values && !is_shape_only(node.op_type)) return false;
+    for (size_t i = 0; values && i < np.in_slots.size() && i < 32; ++i)
+      if ((values->inputs >> i & 1u) && np.in_slots[i] >= 0 && !fixed[static_cast<size_t>(np.in_slots[i])])
+        return false;
+    bool outputs_fixed = node.op_type == "Shape" || node.op_type == "Size";  // values from shapes only
     if (!outputs_fixed) {
       outputs_fixed = true;
       for (int s : np.in_slots) outputs_fixed = outputs_fixed && (s < 0 || fixed[static_cast<size_t>(s)]);
@@ -55,6 +90,9 @@ bool shapes_follow_input_shapes(const ExecPlan& plan) {
 
 uint64_t ShapeEpochs::epoch_for(const std::vector<const Tensor*>& inputs) {
   if (!enabled_) return 0;
+  // A sequence's or an optional's shape says nothing of its items: no epoch.
+  for (const Tensor* t : inputs)
+    if (!t->is_dense()) return 0;
   std::lock_guard<std::mutex> lock(mu_);
   bool same = last_epoch_ != 0 && last_.size() == inputs.size();
   for (size_t i = 0; same && i < inputs.size(); ++i)

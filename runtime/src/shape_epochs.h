@@ -24,7 +24,9 @@ class ShapeEpochs {
   explicit ShapeEpochs(bool enabled) : enabled_(enabled) {}
   // The epoch of a run with these graph inputs (in the plan's input order):
   // the last run's when their types and shapes are the same, otherwise a
-  // new one, unique in the process. Always 0 when disabled. Thread-safe.
+  // new one, unique in the process. 0 when disabled, or when an input is a
+  // sequence or an optional (their shapes do not describe their items).
+  // Thread-safe.
   uint64_t epoch_for(const std::vector<const Tensor*>& inputs);
 
  private:

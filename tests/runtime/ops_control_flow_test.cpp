@@ -288,6 +288,7 @@ TEST(OpsControlFlow, EverySubgraphNodeExecutionIsANodeEventWithItsOwnId) {
   std::vector<const Recorder::Event*> open;
   std::set<uint64_t> ids;
   std::vector<std::string> ended;
+  std::map<std::string, std::set<uint64_t>> branch_epochs;
   for (const auto& e : rec.events) {
     if (e.what == "begin") {
       open.push_back(&e);
@@ -301,11 +302,22 @@ TEST(OpsControlFlow, EverySubgraphNodeExecutionIsANodeEventWithItsOwnId) {
       open.pop_back();
       ended.push_back(e.node);
     }
-    if (e.node != "loop") {
+    // A subgraph execution has its own shape epoch when its shapes follow
+    // from its inputs' and outer values' shapes: the If branches do; the
+    // Loop body holds an If (branches may differ in shape), so it has none,
+    // and neither has the top-level graph.
+    const std::string branch = e.node.substr(0, e.node.rfind('/') + 1);
+    if (branch == "loop/body/pick/then_branch/" || branch == "loop/body/pick/else_branch/") {
+      EXPECT_NE(e.epoch, 0u) << e.node;
+      branch_epochs[branch].insert(e.epoch);
+    } else {
       EXPECT_EQ(e.epoch, 0u) << e.node;
     }
   }
   EXPECT_TRUE(open.empty());
+  ASSERT_EQ(branch_epochs.size(), 2u);
+  for (const auto& kv : branch_epochs) EXPECT_EQ(kv.second.size(), 1u) << kv.first << ": one execution, one epoch";
+  EXPECT_NE(*branch_epochs["loop/body/pick/then_branch/"].begin(), *branch_epochs["loop/body/pick/else_branch/"].begin());
   const std::vector<std::string> expected = {
       "loop/body/keep_going", "loop/body/pick/then_branch/one_x", "loop/body/pick/then_branch/no", "loop/body/pick",
       "loop/body/add",        "loop/body/emit",

@@ -120,6 +120,44 @@ TEST(ShapeEpochs, AShapeGivenByTheCallerDisablesThem) {
   EXPECT_EQ(e[1], 0u);
 }
 
+// y = Slice(Clip(x[N,3]), starts, ends): Slice reads its starts and ends
+// (inputs 1 and 2) as values; from a Constant they keep the epochs, from the
+// caller they disable them.
+std::string clip_then_slice(bool ends_from_caller) {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {1, 3});
+  set_dims(m.mutable_graph()->mutable_input(0), {"N", "3"});
+  if (ends_from_caller) add_io(m, true, "ends", {1}, onnx::TensorProto::INT64);
+  auto* starts = m.mutable_graph()->add_initializer();
+  starts->set_name("starts");
+  starts->set_data_type(onnx::TensorProto::INT64);
+  starts->add_dims(1);
+  starts->add_int64_data(1);
+  if (!ends_from_caller) {
+    auto* ends = add_node(m, "Constant", "ends_const", {}, {"ends"})->add_attribute();
+    ends->set_name("value_ints");
+    ends->set_type(onnx::AttributeProto::INTS);
+    ends->add_ints(3);
+  }
+  add_node(m, "Clip", "clip", {"x"}, {"c"});
+  add_node(m, "Slice", "slice", {"c", "starts", "ends"}, {"y"});
+  add_io(m, false, "y", {});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  return bytes(m);
+}
+
+TEST(ShapeEpochs, OpsThatReadValuesForShapesKeepThemOnlyWhenThoseValuesAreFixed) {
+  const auto fixed = run_epochs(clip_then_slice(false), {{{"x", rows(2)}}, {{"x", rows(2)}}});
+  EXPECT_NE(fixed[0], 0u);
+  EXPECT_EQ(fixed[1], fixed[0]);
+  auto in = [](int64_t end) {
+    return std::map<std::string, Tensor>{{"x", rows(2)}, {"ends", Tensor::from_vector<int64_t>({1}, {end})}};
+  };
+  const auto given = run_epochs(clip_then_slice(true), {in(3), in(2)});
+  EXPECT_EQ(given[0], 0u);
+  EXPECT_EQ(given[1], 0u);
+}
+
 // The type/shape args of every node event named `event`, in time order.
 std::vector<std::string> shapes_in_trace(const std::string& path, const std::string& event, const char* key) {
   auto events = epprof::testing::read_trace(path);
