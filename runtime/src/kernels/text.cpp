@@ -65,28 +65,27 @@ class NgramTrie {
 enum class TfIdfMode { TF, IDF, TFIDF };
 
 std::unique_ptr<Kernel> make_tfidf_vectorizer(const Node& node) {
-  const std::string where = node.describe() + ": ";
   for (const char* required : {"mode", "min_gram_length", "max_gram_length", "max_skip_count", "ngram_counts",
                                "ngram_indexes"})
-    if (!node.has_attr(required)) fail(where + "attribute '" + required + "' is required");
+    if (!node.has_attr(required)) fail(std::string("attribute '") + required + "' is required");
   if (node.has_attr("pool_strings"))
-    fail(where + "attribute 'pool_strings' is not supported: this runtime has no string tensors (use pool_int64s)");
-  if (!node.has_attr("pool_int64s")) fail(where + "attribute 'pool_int64s' is required");
+    fail("attribute 'pool_strings' is not supported: this runtime has no string tensors (use pool_int64s)");
+  if (!node.has_attr("pool_int64s")) fail("attribute 'pool_int64s' is required");
 
   const std::string mode_name = node.attr_string("mode", "");
   TfIdfMode mode;
   if (mode_name == "TF") mode = TfIdfMode::TF;
   else if (mode_name == "IDF") mode = TfIdfMode::IDF;
   else if (mode_name == "TFIDF") mode = TfIdfMode::TFIDF;
-  else fail(where + "attribute 'mode' must be 'TF', 'IDF' or 'TFIDF', got '" + mode_name + "'");
+  else fail("attribute 'mode' must be 'TF', 'IDF' or 'TFIDF', got '" + mode_name + "'");
 
   const int64_t min_n = node.attr_int("min_gram_length", 0);
   const int64_t max_n_attr = node.attr_int("max_gram_length", 0);
   const int64_t max_skip = node.attr_int("max_skip_count", 0);
   if (min_n < 1 || max_n_attr < min_n)
-    fail(where + "attributes 'min_gram_length' (" + std::to_string(min_n) + ") and 'max_gram_length' (" +
+    fail("attributes 'min_gram_length' (" + std::to_string(min_n) + ") and 'max_gram_length' (" +
          std::to_string(max_n_attr) + ") must satisfy 1 <= min_gram_length <= max_gram_length");
-  if (max_skip < 0) fail(where + "attribute 'max_skip_count' must be >= 0, got " + std::to_string(max_skip));
+  if (max_skip < 0) fail("attribute 'max_skip_count' must be >= 0, got " + std::to_string(max_skip));
 
   const std::vector<int64_t> pool = node.attr_ints("pool_int64s");
   const std::vector<int64_t> starts = node.attr_ints("ngram_counts");
@@ -94,7 +93,12 @@ std::unique_ptr<Kernel> make_tfidf_vectorizer(const Node& node) {
   const int64_t pool_size = static_cast<int64_t>(pool.size());
   const int64_t levels = static_cast<int64_t>(starts.size());  // the pool holds 1-grams .. levels-grams
   if (starts.empty() || starts[0] != 0)
-    fail(where + "attribute 'ngram_counts' must start with 0 (where the 1-grams begin in the pool)");
+    fail("attribute 'ngram_counts' must start with 0 (where the 1-grams begin in the pool)");
+
+  for (size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] < starts[i - 1] || starts[i] > pool_size)
+      fail("attribute 'ngram_counts' must be non-decreasing and within the pool of " + std::to_string(pool_size) +
+           " values, got " + std::to_string(starts[i]) + " at position " + std::to_string(i));
 
   // ngram_counts is CSR-like: level n (1-based) is pool[starts[n-1], starts[n]), n tokens per n-gram.
   NgramTrie trie;
@@ -102,33 +106,30 @@ std::unique_ptr<Kernel> make_tfidf_vectorizer(const Node& node) {
   for (int64_t n = 1; n <= levels; ++n) {
     const int64_t begin = starts[static_cast<size_t>(n - 1)];
     const int64_t end = n < levels ? starts[static_cast<size_t>(n)] : pool_size;
-    if (end < begin || end > pool_size)
-      fail(where + "attribute 'ngram_counts' must be non-decreasing and within the pool of " +
-           std::to_string(pool_size) + " values, got " + std::to_string(end) + " after " + std::to_string(begin));
     if ((end - begin) % n != 0)
-      fail(where + "attribute 'ngram_counts' gives the " + std::to_string(n) + "-grams " + std::to_string(end - begin) +
+      fail("attribute 'ngram_counts' gives the " + std::to_string(n) + "-grams " + std::to_string(end - begin) +
            " pool values, not a multiple of " + std::to_string(n));
     for (int64_t p = begin; p < end; p += n, ++ngrams)
       if (!trie.insert(&pool[static_cast<size_t>(p)], n, ngrams))
-        fail(where + "attribute 'pool_int64s' holds the " + std::to_string(n) + "-gram at pool position " +
-             std::to_string(p) + " twice");
+        fail("attribute 'pool_int64s' holds the same " + std::to_string(n) + "-gram twice (again at pool position " +
+             std::to_string(p) + ")");
   }
   if (static_cast<int64_t>(indexes.size()) != ngrams)
-    fail(where + "attribute 'ngram_indexes' has " + std::to_string(indexes.size()) +
+    fail("attribute 'ngram_indexes' has " + std::to_string(indexes.size()) +
          " values; the pool holds " + std::to_string(ngrams) + " n-grams");
-  if (indexes.empty()) fail(where + "attribute 'ngram_indexes' is empty: the output would have no size");
+  if (indexes.empty()) fail("attribute 'ngram_indexes' is empty: the output would have no size");
   // The output row is dense, so bound its width to something allocatable.
   constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max() - 1;
   for (int64_t v : indexes)
     if (v < 0 || v > kMaxIndex)
-      fail(where + "attribute 'ngram_indexes' holds " + std::to_string(v) + ", expected a value in [0, " +
+      fail("attribute 'ngram_indexes' holds " + std::to_string(v) + ", expected a value in [0, " +
            std::to_string(kMaxIndex) + "]");
   const int64_t width = *std::max_element(indexes.begin(), indexes.end()) + 1;
 
   std::vector<float> weights = node.attr_floats("weights");
   if (weights.empty()) weights.assign(indexes.size(), 1.0f);
   else if (weights.size() != indexes.size())
-    fail(where + "attribute 'weights' has " + std::to_string(weights.size()) + " values; expected one per n-gram (" +
+    fail("attribute 'weights' has " + std::to_string(weights.size()) + " values; expected one per n-gram (" +
          std::to_string(indexes.size()) + ")");
 
   // Longer candidates can never be in the pool.
@@ -137,10 +138,10 @@ std::unique_ptr<Kernel> make_tfidf_vectorizer(const Node& node) {
   return make_kernel([=, trie = std::move(trie)](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DataType::Int32 && x.dtype() != DataType::Int64)
-      fail("TfIdfVectorizer input X must be int32 or int64 (string tensors are not supported), got " +
+      fail("input X must be int32 or int64 (string tensors are not supported), got " +
            x.description());
     if (x.rank() != 1 && x.rank() != 2)
-      fail("TfIdfVectorizer input X must be 1-D [C] or 2-D [N, C], got " + x.description());
+      fail("input X must be 1-D [C] or 2-D [N, C], got " + x.description());
     const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
     const int64_t c = x.dim(x.rank() - 1);
     const std::vector<int64_t> tokens = to_int64s(x);
