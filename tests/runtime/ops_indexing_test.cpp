@@ -322,3 +322,98 @@ TEST(OpsIndexing, TensorOpsErrors) {
   EXPECT_ERROR_MENTIONS(error_of("CumSum", {x, i64({}, {2})}, {F}), "axis 2");
   EXPECT_ERROR_MENTIONS(error_of("Reshape", {x, i64({2}, {-1, -1})}, {F}), "more than one -1");
 }
+
+namespace {
+// TfIdfVectorizer over pool 1-gram [1], 2-grams [1,1] [2,2], 3-gram [1,1,1] (output coordinates 0..3).
+Attrs tfidf_attrs(const std::string& mode, int64_t min_n, int64_t max_n, int64_t skip, const Attrs& more = {}) {
+  return [=](onnx::NodeProto* n) {
+    set_str(n, "mode", mode);
+    set_int(n, "min_gram_length", min_n);
+    set_int(n, "max_gram_length", max_n);
+    set_int(n, "max_skip_count", skip);
+    if (more) more(n);  // before the defaults: the first of two same-named attributes wins
+    auto absent = [n](const char* key) {
+      for (const auto& a : n->attribute())
+        if (a.name() == key) return false;
+      return true;
+    };
+    if (absent("ngram_counts")) set_ints(n, "ngram_counts", {0, 1, 5});
+    if (absent("ngram_indexes")) set_ints(n, "ngram_indexes", {0, 1, 2, 3});
+    if (absent("pool_int64s")) set_ints(n, "pool_int64s", {1, 1, 1, 2, 2, 1, 1, 1});
+  };
+}
+}  // namespace
+
+TEST(OpsIndexing, TfIdfVectorizerCountsSkippedNgramsOnce) {
+  // Row 0 [1,2,1,2,1]: adjacent pairs match nothing; gap 2 gives [1,1] at (0,2) and (2,4), [2,2] at (1,3)
+  // and the 3-gram [1,1,1] at (0,2,4). The 1-gram counts once per position, not once per skip.
+  // Row 1 [1,1,1,0,0]: [1,1] at (0,1), (1,2) and (0,2); [1,1,1] at (0,1,2) only.
+  const Tensor x = Tensor::from_vector<int32_t>({2, 5}, {1, 2, 1, 2, 1, 1, 1, 1, 0, 0});
+  auto y = run_op("TfIdfVectorizer", {x}, {F}, tfidf_attrs("TF", 1, 3, 1))[0];
+  EXPECT_EQ(y.shape(), (Shape{2, 4}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 2, 1, 1, 3, 3, 0, 1}));
+  // Without skips only row 1's adjacent n-grams remain; min_gram_length 2 drops the 1-gram.
+  y = run_op("TfIdfVectorizer", {x}, {F}, tfidf_attrs("TF", 2, 3, 0))[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 0, 0, 0, 2, 0, 1}));
+  // max_gram_length 2 never looks for the 3-gram; an int64 max_skip_count is safe.
+  y = run_op("TfIdfVectorizer", {i64({5}, {1, 2, 1, 2, 1})}, {F}, tfidf_attrs("TF", 2, 2, kMax))[0];
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 3, 1, 0}));  // [1,1] also at gap 4: (0,4)
+}
+
+TEST(OpsIndexing, TfIdfVectorizerWeightsFollowThePool) {
+  // The i-th weight scales the i-th pool n-gram, wherever ngram_indexes puts it.
+  auto attrs = [](const std::string& mode) {
+    return [mode](onnx::NodeProto* n) {
+      set_str(n, "mode", mode);
+      set_int(n, "min_gram_length", 1);
+      set_int(n, "max_gram_length", 1);
+      set_int(n, "max_skip_count", 0);
+      set_ints(n, "ngram_counts", {0});
+      set_ints(n, "ngram_indexes", {2, 0, 1});
+      set_ints(n, "pool_int64s", {5, 7, 9});
+      auto* w = n->add_attribute();
+      w->set_name("weights");
+      w->set_type(onnx::AttributeProto::FLOATS);
+      for (float v : {0.5f, 2.0f, 4.0f}) w->add_floats(v);
+    };
+  };
+  const Tensor x = i64({4}, {5, 5, 7, 3});  // 5 twice, 7 once, 9 never
+  EXPECT_EQ(run_op("TfIdfVectorizer", {x}, {F}, attrs("IDF"))[0].to_vector<float>(), (std::vector<float>{2, 0, 0.5f}));
+  EXPECT_EQ(run_op("TfIdfVectorizer", {x}, {F}, attrs("TFIDF"))[0].to_vector<float>(), (std::vector<float>{2, 0, 1}));
+  EXPECT_EQ(run_op("TfIdfVectorizer", {x}, {F}, attrs("TF"))[0].to_vector<float>(), (std::vector<float>{1, 0, 2}));
+}
+
+TEST(OpsIndexing, TfIdfVectorizerErrors) {
+  const Tensor x = i64({3}, {1, 1, 2});
+  auto err = [&](const Attrs& more, const Tensor& in) {
+    return error_of("TfIdfVectorizer", {in}, {F}, tfidf_attrs("TF", 1, 3, 0, more));
+  };
+  EXPECT_ERROR_MENTIONS(err([](auto* n) { set_ints(n, "ngram_counts", {0, 6, 5}); }, x), "'ngram_counts'");
+  EXPECT_ERROR_MENTIONS(err([](auto* n) { set_ints(n, "ngram_counts", {0, 1, 4}); }, x), "not a multiple of 2");
+  EXPECT_ERROR_MENTIONS(err([](auto* n) { set_ints(n, "ngram_indexes", {0, 1, 2}); }, x), "'ngram_indexes' has 3");
+  EXPECT_ERROR_MENTIONS(err([](auto* n) { set_ints(n, "ngram_indexes", {0, -1, 2, 3}); }, x), "holds -1");
+  EXPECT_ERROR_MENTIONS(err([](auto* n) { set_ints(n, "pool_int64s", {1, 1, 1, 1, 1, 1, 1, 1}); }, x), "twice");
+  EXPECT_ERROR_MENTIONS(err(
+                            [](auto* n) {
+                              auto* w = n->add_attribute();
+                              w->set_name("weights");
+                              w->set_type(onnx::AttributeProto::FLOATS);
+                              w->add_floats(1.0f);
+                            },
+                            x),
+                        "'weights' has 1");
+  EXPECT_ERROR_MENTIONS(err(
+                            [](auto* n) {
+                              auto* s = n->add_attribute();
+                              s->set_name("pool_strings");
+                              s->set_type(onnx::AttributeProto::STRINGS);
+                              s->add_strings("a");
+                            },
+                            x),
+                        "'pool_strings' is not supported");
+  EXPECT_ERROR_MENTIONS(error_of("TfIdfVectorizer", {x}, {F}, tfidf_attrs("TF", 3, 2, 0)), "'min_gram_length' (3)");
+  EXPECT_ERROR_MENTIONS(error_of("TfIdfVectorizer", {x}, {F}, tfidf_attrs("TF", 1, 2, -1)), "'max_skip_count'");
+  EXPECT_ERROR_MENTIONS(error_of("TfIdfVectorizer", {x}, {F}, tfidf_attrs("BM25", 1, 2, 0)), "attribute 'mode'");
+  EXPECT_ERROR_MENTIONS(err({}, f32({3}, {1, 1, 2})), "int32 or int64");
+  EXPECT_ERROR_MENTIONS(err({}, i64({1, 1, 3}, {1, 1, 2})), "1-D [C] or 2-D [N, C]");
+}

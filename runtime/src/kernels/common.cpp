@@ -79,6 +79,7 @@ const std::vector<KernelDef>& cpu_kernel_table() {
     register_signal(t);
     register_control_flow(t);
     register_sequence(t);
+    register_text(t);
     return t;
   }();
   return table;

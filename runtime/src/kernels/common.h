@@ -61,6 +61,7 @@ void register_rnn(std::vector<KernelDef>& table);            // RNN, GRU, LSTM
 void register_signal(std::vector<KernelDef>& table);         // DFT, STFT, windows, mel matrix
 void register_control_flow(std::vector<KernelDef>& table);   // If, Loop, Scan
 void register_sequence(std::vector<KernelDef>& table);       // Sequence* and Optional*
+void register_text(std::vector<KernelDef>& table);           // TfIdfVectorizer
 
 const std::vector<KernelDef>& cpu_kernel_table();
 
