@@ -1,5 +1,9 @@
 #include "model.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <queue>
@@ -8,6 +12,7 @@
 
 #include "epprof/rt/error.h"
 #include "onnx/shape_inference/implementation.h"
+#include "model_checks.h"
 #include "proto_convert.h"
 
 namespace epprof::rt::detail {
@@ -44,7 +49,16 @@ IoInfo io_info_from_proto(const onnx::ValueInfoProto& v, bool strict) {
   info.type = static_cast<DataType>(tt.elem_type());
   if (info.kind == ValueKind::Tensor && tt.has_shape()) {
     info.has_shape = true;
-    for (const auto& d : tt.shape().dim()) info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    for (const auto& d : tt.shape().dim()) {
+      // -1 is how some exporters write an unknown dim; other negatives are errors.
+      if (d.has_dim_value() && d.dim_value() < -1) {
+        if (strict)
+          throw Error(ErrorKind::InvalidModel, "graph value '" + v.name() + "' declares dimension " +
+                                                   std::to_string(d.dim_value()) + " in its shape");
+        return unknown("");
+      }
+      info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
   }
   return info;
 }
@@ -232,6 +246,9 @@ std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, cons
 Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions& options) {
   if (proto.ir_version() <= 0 || !proto.has_graph())
     throw Error(ErrorKind::InvalidModel, "'" + name + "' is not an ONNX model (no ir_version or no graph)");
+  if (proto.ir_version() > kMaxIrVersion)
+    throw Error(ErrorKind::InvalidModel, "'" + name + "' has IR version " + std::to_string(proto.ir_version()) +
+                                             "; the runtime reads IR versions 1 to " + std::to_string(kMaxIrVersion));
   Model m;
   m.path = name;
   m.ir_version = proto.ir_version();
@@ -250,6 +267,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   m.opset = m.opsets[""];
 
   const auto& g = proto.graph();
+  check_graph_attributes(g, m.opsets);
   m.initializers = initializers_from_proto(g, "");
   std::set<std::string> available;
   for (const auto& kv : m.initializers) available.insert(kv.first);
@@ -281,7 +299,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
     m.outputs.push_back(io_info_from_proto(out, true));
   }
 
-  if (options.shape_inference) {
+  if (options.shape_inference && prepare_for_shape_inference(proto)) {
     try {
       onnx::shape_inference::InferShapes(proto);
     } catch (const std::exception&) {
@@ -306,12 +324,25 @@ Model load_model_bytes(const std::string& bytes, const std::string& name, const 
 }
 
 Model load_model_file(const std::string& path, const LoadOptions& options) {
+  // What is at the path decides how to read it: only a regular file has a
+  // size to check before reading (a device or a FIFO may never end).
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(ErrorKind::Io, "cannot open model file '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw Error(ErrorKind::Io, "'" + path + "' is a directory, not a model file");
+  if (!S_ISREG(st.st_mode))
+    throw Error(ErrorKind::Io, "'" + path + "' is not a regular file (a device, FIFO or socket); give a model file");
+  constexpr off_t kMaxBytes = std::numeric_limits<int>::max();  // protobuf's limit on one message
+  if (st.st_size > kMaxBytes)
+    throw Error(ErrorKind::InvalidModel, "'" + path + "' is " + std::to_string(st.st_size) +
+                                             " bytes; an ONNX model file holds at most 2 GiB (larger models keep "
+                                             "their weights in external data files)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open model file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::Io, "cannot read model file '" + path + "'");
-  return load_model_bytes(ss.str(), path, options);
+  if (!in) throw Error(ErrorKind::Io, "cannot open model file '" + path + "': " + std::strerror(errno));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  in.read(bytes.data(), st.st_size);
+  if (in.gcount() != st.st_size || in.bad()) throw Error(ErrorKind::Io, "cannot read model file '" + path + "'");
+  return load_model_bytes(bytes, path, options);
 }
 
 }  // namespace epprof::rt::detail

@@ -1,6 +1,8 @@
 // Model loading and run-time input errors: each must be an epprof::rt::Error
 // whose kind and message name the problem (and the node).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -199,6 +201,142 @@ TEST(Loader, TopologicalOrderFromUnsortedNodes) {
   EXPECT_EQ(s.nodes()[1].name, "last");
   auto out = s.run({{"x", Tensor::from_vector<float>({2}, {-1, 3})}});
   EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{0, 6}));
+}
+
+// ---- models that crashed libonnx's shape inference (issue 15): each is
+// now an error naming the node and the attribute, found before inference.
+
+onnx::ModelProto conv_model(const std::vector<int64_t>& x_dims) {
+  onnx::ModelProto m = make_model(13);
+  add_io(m, true, "x", x_dims);
+  add_float_init(m, "w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  add_node(m, "Conv", "conv", {"x", "w"}, {"y"});
+  add_io(m, false, "y", {});
+  return m;
+}
+
+void set_ints_attr(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+TEST(LoaderCrashRegressions, ConvWithZeroStrides) {
+  onnx::ModelProto m = conv_model({1, 1, 5, 5});
+  set_ints_attr(m.mutable_graph()->mutable_node(0), "strides", {0, 0});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'conv'", "'strides' [0,0]", "positive"});
+}
+
+TEST(LoaderCrashRegressions, MaxPoolWithAZeroStride) {
+  onnx::ModelProto m = make_model(13);
+  add_io(m, true, "x", {1, 1, 5, 5});
+  auto* n = add_node(m, "MaxPool", "pool", {"x"}, {"y"});
+  set_ints_attr(n, "kernel_shape", {2, 2});
+  set_ints_attr(n, "strides", {1, 0});
+  add_io(m, false, "y", {});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'pool'", "'strides' [1,0]"});
+}
+
+TEST(LoaderCrashRegressions, ConvOnARank2Input) {
+  expect_mentions(load_error(bytes(conv_model({5, 5}))), ErrorKind::InvalidModel,
+                  {"'conv'", "input 'x' has rank 2", "at least 3"});
+}
+
+TEST(LoaderCrashRegressions, PerDimensionAttributesDisagree) {
+  onnx::ModelProto m = conv_model({1, 1, 5, 5});
+  set_ints_attr(m.mutable_graph()->mutable_node(0), "dilations", {1, 1, 1});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'conv'", "gives 2 spatial dims", "'dilations' gives 3"});
+  onnx::ModelProto p = conv_model({1, 1, 5, 5});
+  set_ints_attr(p.mutable_graph()->mutable_node(0), "pads", {1, 1, 1});
+  expect_mentions(load_error(bytes(p)), ErrorKind::InvalidModel, {"'pads'", "odd length"});
+}
+
+// The input's rank is known only to shape inference (a Reshape makes it
+// rank 2): the convolution's kernel_shape comes from its weight, so
+// inference checks it against the rank instead of reading past its arrays;
+// the run then fails in the Conv kernel with the node named.
+TEST(LoaderCrashRegressions, ConvOnARank2IntermediateFailsCleanly) {
+  onnx::ModelProto m = make_model(13);
+  add_io(m, true, "x", {1, 1, 5, 5});
+  auto* shape = m.mutable_graph()->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(5);
+  shape->add_int64_data(5);
+  add_float_init(m, "w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  add_node(m, "Reshape", "flat", {"x", "shape"}, {"r"});
+  add_node(m, "Conv", "conv", {"r", "w"}, {"y"});
+  add_io(m, false, "y", {});
+  Session s = Session::from_bytes(bytes(m));
+  try {
+    s.run({{"x", Tensor(DataType::Float, {1, 1, 5, 5})}});
+    FAIL() << "a rank-2 Conv input ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LoaderChecks, TransposePermMustBeAPermutationOfTheRank) {
+  onnx::ModelProto m = make_model(13);
+  add_io(m, true, "x", {2, 3});
+  set_ints_attr(add_node(m, "Transpose", "t", {"x"}, {"y"}), "perm", {1, 1});
+  add_io(m, false, "y", {});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'t'", "'perm' [1,1]", "not a permutation"});
+  onnx::ModelProto r = make_model(13);
+  add_io(r, true, "x", {2, 3});
+  set_ints_attr(add_node(r, "Transpose", "t", {"x"}, {"y"}), "perm", {2, 0, 1});
+  add_io(r, false, "y", {});
+  expect_mentions(load_error(bytes(r)), ErrorKind::InvalidModel, {"'t'", "3 entries", "rank 2"});
+}
+
+TEST(LoaderChecks, InputCountFollowsTheSchema) {
+  onnx::ModelProto m = make_model(13);
+  add_io(m, true, "x", {2});
+  add_node(m, "Relu", "r", {"x", "x", "x", "x"}, {"y"});
+  add_io(m, false, "y", {2});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'r'", "has 4 inputs", "Relu-13 takes 1"});
+}
+
+TEST(LoaderChecks, IrVersionNewerThanTheLoaderReads) {
+  onnx::ModelProto m = relu_model();
+  m.set_ir_version(99);
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"IR version 99", "1 to 10"});
+}
+
+TEST(LoaderChecks, NegativeDimsOtherThanUnknownAreRejected) {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {-1, -5});
+  add_node(m, "Relu", "relu", {"x"}, {"y"});
+  add_io(m, false, "y", {-1, 5});
+  expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'x'", "dimension -5"});
+}
+
+TEST(LoaderChecks, OnlyRegularFilesAreRead) {
+  char dir[] = "/tmp/epprof_loader_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  auto load_path_error = [](const std::string& path) {
+    try {
+      Session s(path);
+    } catch (const Error& e) {
+      return std::make_pair(e.kind(), std::string(e.what()));
+    }
+    return std::make_pair(ErrorKind::Kernel, std::string("loaded"));
+  };
+  auto d = load_path_error(dir);
+  EXPECT_EQ(d.first, ErrorKind::Io);
+  EXPECT_NE(d.second.find("is a directory"), std::string::npos) << d.second;
+  // Devices and FIFOs are never read: /dev/zero would grow memory forever.
+  auto z = load_path_error("/dev/zero");
+  EXPECT_EQ(z.first, ErrorKind::Io);
+  EXPECT_NE(z.second.find("not a regular file"), std::string::npos) << z.second;
+  const std::string fifo = std::string(dir) + "/model.onnx";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto f = load_path_error(fifo);
+  EXPECT_NE(f.second.find("not a regular file"), std::string::npos) << f.second;
+  std::remove(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST(RunInputs, WrongTypeShapeMissingUnknown) {

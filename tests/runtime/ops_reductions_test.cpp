@@ -132,10 +132,10 @@ TEST(OpsReductions, IntegerMeanTruncatesAndL1TakesAbs) {
 TEST(OpsReductions, ReduceRejectsBadAxesAndKeepdims) {
   OneNode rep("ReduceMax", 13, {{2, 2}}, {1, 1});
   set_ints(rep.node, "axes", {1, -1});
-  EXPECT_NE(error_of([&] { rep.run({f32({2, 2}, {1, 2, 3, 4})}); }).find("axis -1 is repeated"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep.run({f32({2, 2}, {1, 2, 3, 4})}); }).find("repeat"), std::string::npos);
   OneNode range("ReduceMin", 13, {{2, 2}}, {1, 1});
   set_ints(range.node, "axes", {2});
-  EXPECT_NE(error_of([&] { range.run({f32({2, 2}, {1, 2, 3, 4})}); }).find("axis 2 is out of range"), std::string::npos);
+  EXPECT_NE(error_of([&] { range.run({f32({2, 2}, {1, 2, 3, 4})}); }).find("out of range"), std::string::npos);
   OneNode keep("ReduceProd", 13, {{2, 2}}, {1, 1});
   set_int(keep.node, "keepdims", 2);
   EXPECT_NE(error_of([&] { keep.run({f32({2, 2}, {1, 2, 3, 4})}); }).find("keepdims"), std::string::npos);
