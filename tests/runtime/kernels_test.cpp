@@ -12,13 +12,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
 }  // namespace
 
 TEST(Kernels, BroadcastAddAndMul) {

@@ -215,16 +215,10 @@ onnx::ModelProto conv_model(const std::vector<int64_t>& x_dims) {
   return m;
 }
 
-void set_ints_attr(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
 
 TEST(LoaderCrashRegressions, ConvWithZeroStrides) {
   onnx::ModelProto m = conv_model({1, 1, 5, 5});
-  set_ints_attr(m.mutable_graph()->mutable_node(0), "strides", {0, 0});
+  set_ints(m.mutable_graph()->mutable_node(0), "strides", {0, 0});
   expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'conv'", "'strides' [0,0]", "positive"});
 }
 
@@ -232,8 +226,8 @@ TEST(LoaderCrashRegressions, MaxPoolWithAZeroStride) {
   onnx::ModelProto m = make_model(13);
   add_io(m, true, "x", {1, 1, 5, 5});
   auto* n = add_node(m, "MaxPool", "pool", {"x"}, {"y"});
-  set_ints_attr(n, "kernel_shape", {2, 2});
-  set_ints_attr(n, "strides", {1, 0});
+  set_ints(n, "kernel_shape", {2, 2});
+  set_ints(n, "strides", {1, 0});
   add_io(m, false, "y", {});
   expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'pool'", "'strides' [1,0]"});
 }
@@ -245,10 +239,10 @@ TEST(LoaderCrashRegressions, ConvOnARank2Input) {
 
 TEST(LoaderCrashRegressions, PerDimensionAttributesDisagree) {
   onnx::ModelProto m = conv_model({1, 1, 5, 5});
-  set_ints_attr(m.mutable_graph()->mutable_node(0), "dilations", {1, 1, 1});
+  set_ints(m.mutable_graph()->mutable_node(0), "dilations", {1, 1, 1});
   expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'conv'", "gives 2 spatial dims", "'dilations' gives 3"});
   onnx::ModelProto p = conv_model({1, 1, 5, 5});
-  set_ints_attr(p.mutable_graph()->mutable_node(0), "pads", {1, 1, 1});
+  set_ints(p.mutable_graph()->mutable_node(0), "pads", {1, 1, 1});
   expect_mentions(load_error(bytes(p)), ErrorKind::InvalidModel, {"'pads'", "odd length"});
 }
 
@@ -281,12 +275,12 @@ TEST(LoaderCrashRegressions, ConvOnARank2IntermediateFailsCleanly) {
 TEST(LoaderChecks, TransposePermMustBeAPermutationOfTheRank) {
   onnx::ModelProto m = make_model(13);
   add_io(m, true, "x", {2, 3});
-  set_ints_attr(add_node(m, "Transpose", "t", {"x"}, {"y"}), "perm", {1, 1});
+  set_ints(add_node(m, "Transpose", "t", {"x"}, {"y"}), "perm", {1, 1});
   add_io(m, false, "y", {});
   expect_mentions(load_error(bytes(m)), ErrorKind::InvalidModel, {"'t'", "'perm' [1,1]", "not a permutation"});
   onnx::ModelProto r = make_model(13);
   add_io(r, true, "x", {2, 3});
-  set_ints_attr(add_node(r, "Transpose", "t", {"x"}, {"y"}), "perm", {2, 0, 1});
+  set_ints(add_node(r, "Transpose", "t", {"x"}, {"y"}), "perm", {2, 0, 1});
   add_io(r, false, "y", {});
   expect_mentions(load_error(bytes(r)), ErrorKind::InvalidModel, {"'t'", "3 entries", "rank 2"});
 }

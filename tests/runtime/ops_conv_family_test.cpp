@@ -15,21 +15,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-onnx::AttributeProto* attr(onnx::NodeProto* n, const std::string& key, onnx::AttributeProto::AttributeType type) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(type);
-  return a;
-}
-void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
-  auto* a = attr(n, key, onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) { attr(n, key, onnx::AttributeProto::INT)->set_i(v); }
-void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-  attr(n, key, onnx::AttributeProto::STRING)->set_s(v);
-}
-
 // Runs `fn` and checks that it throws an epprof::rt::Error whose message contains `part`.
 void expect_error(const std::function<void()>& fn, const std::string& part) {
   try {

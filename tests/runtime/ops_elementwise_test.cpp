@@ -19,27 +19,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void set_float(onnx::NodeProto* n, const std::string& key, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
 // One-node model: inputs in0.. of the given tensors' types and shapes, one output.
 struct OneNode {
   onnx::ModelProto model;

@@ -18,31 +18,6 @@ namespace {
 
 using Attrs = std::function<void(onnx::NodeProto*)>;
 
-void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_float(onnx::NodeProto* n, const std::string& key, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void set_str(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
 // A one-node model: every non-empty input tensor is a graph input (so its
 // values reach the kernel only at run time), an empty Tensor marks an omitted
 // optional input; outputs are declared by element type only.
@@ -140,9 +115,9 @@ TEST(OpsIndexing, SliceErrors) {
 TEST(OpsIndexing, PadReflectNegativePadsAndOpset2Value) {
   const Tensor x = f32({1, 4}, {1, 2, 3, 4});
   // Reflect two on the left, crop one on the right.
-  auto y = run_op("Pad", {x, i64({4}, {0, 2, 0, -1})}, {F}, [](auto* n) { set_str(n, "mode", "reflect"); })[0];
+  auto y = run_op("Pad", {x, i64({4}, {0, 2, 0, -1})}, {F}, [](auto* n) { set_string(n, "mode", "reflect"); })[0];
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 2, 1, 2, 3}));
-  y = run_op("Pad", {x, i64({4}, {0, 1, 0, 2})}, {F}, [](auto* n) { set_str(n, "mode", "edge"); })[0];
+  y = run_op("Pad", {x, i64({4}, {0, 1, 0, 2})}, {F}, [](auto* n) { set_string(n, "mode", "edge"); })[0];
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 1, 2, 3, 4, 4, 4}));
   y = run_op("Pad", {x}, {F}, [](auto* n) {
     set_ints(n, "pads", {1, 0, 0, 1});
@@ -154,7 +129,7 @@ TEST(OpsIndexing, PadReflectNegativePadsAndOpset2Value) {
 
 TEST(OpsIndexing, PadErrors) {
   const Tensor x = f32({1, 4}, {1, 2, 3, 4});
-  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0})}, {F}, [](auto* n) { set_str(n, "mode", "wrap"); }),
+  EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0})}, {F}, [](auto* n) { set_string(n, "mode", "wrap"); }),
                         "attribute 'mode'");
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({2}, {0, 0})}, {F}), "expected 2 * rank");
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, -3, 0, -3})}, {F}), "invalid size");
@@ -231,13 +206,13 @@ TEST(OpsIndexing, ScatterReductionsWrapIntegers) {
   const auto i32 = [](Shape s, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(s), v); };
   // Duplicate indices accumulate; int32 overflow wraps instead of being undefined.
   auto y = run_op("ScatterElements", {i32({3}, {2147483647, 1, 1}), i64({2}, {0, 0}), i32({2}, {1, 1})},
-                  {DataType::Int32}, [](auto* n) { set_str(n, "reduction", "add"); })[0];
+                  {DataType::Int32}, [](auto* n) { set_string(n, "reduction", "add"); })[0];
   EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{-2147483647, 1, 1}));
   y = run_op("ScatterND", {i32({2, 2}, {1, 2, 3, 4}), i64({2, 1}, {1, -1}), i32({2, 2}, {2, 2, 3, 3})},
-             {DataType::Int32}, [](auto* n) { set_str(n, "reduction", "mul"); })[0];
+             {DataType::Int32}, [](auto* n) { set_string(n, "reduction", "mul"); })[0];
   EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 18, 24}));
   EXPECT_ERROR_MENTIONS(error_of("ScatterND", {i32({2}, {1, 2}), i64({1, 1}, {0}), i32({1}, {1})}, {DataType::Int32},
-                                 [](auto* n) { set_str(n, "reduction", "max"); }),
+                                 [](auto* n) { set_string(n, "reduction", "max"); }),
                         "attribute 'reduction'");
   EXPECT_ERROR_MENTIONS(error_of("ScatterElements", {f32({2}, {1, 2}), i64({1}, {0}), f32({2}, {1, 2})}, {F}),
                         "updates");
@@ -312,7 +287,7 @@ TEST(OpsIndexing, TensorOpsErrors) {
   EXPECT_ERROR_MENTIONS(error_of("ReverseSequence", {x, i64({3}, {1, 2, 4})}, {F}), "sequence length 4");
   EXPECT_ERROR_MENTIONS(error_of("DepthToSpace", {f32({1, 4, 1, 1}, {1, 2, 3, 4})}, {F}, [](auto* n) {
                           set_int(n, "blocksize", 2);
-                          set_str(n, "mode", "XYZ");
+                          set_string(n, "mode", "XYZ");
                         }),
                         "attribute 'mode'");
   EXPECT_ERROR_MENTIONS(error_of("SpaceToDepth", {f32({1, 1, 3, 2}, {1, 2, 3, 4, 5, 6})}, {F},
@@ -327,7 +302,7 @@ namespace {
 // TfIdfVectorizer over pool 1-gram [1], 2-grams [1,1] [2,2], 3-gram [1,1,1] (output coordinates 0..3).
 Attrs tfidf_attrs(const std::string& mode, int64_t min_n, int64_t max_n, int64_t skip, const Attrs& more = {}) {
   return [=](onnx::NodeProto* n) {
-    set_str(n, "mode", mode);
+    set_string(n, "mode", mode);
     set_int(n, "min_gram_length", min_n);
     set_int(n, "max_gram_length", max_n);
     set_int(n, "max_skip_count", skip);
@@ -364,7 +339,7 @@ TEST(OpsIndexing, TfIdfVectorizerWeightsFollowThePool) {
   // The i-th weight scales the i-th pool n-gram, wherever ngram_indexes puts it.
   auto attrs = [](const std::string& mode) {
     return [mode](onnx::NodeProto* n) {
-      set_str(n, "mode", mode);
+      set_string(n, "mode", mode);
       set_int(n, "min_gram_length", 1);
       set_int(n, "max_gram_length", 1);
       set_int(n, "max_skip_count", 0);

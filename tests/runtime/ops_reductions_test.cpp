@@ -15,24 +15,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
 void add_int64_init(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
                     const std::vector<int64_t>& values) {
   auto* t = m.mutable_graph()->add_initializer();

@@ -16,28 +16,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-onnx::AttributeProto* add_attr(onnx::NodeProto* n, const std::string& key, onnx::AttributeProto::AttributeType type) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(type);
-  return a;
-}
-void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) { add_attr(n, key, onnx::AttributeProto::INT)->set_i(v); }
-void set_float(onnx::NodeProto* n, const std::string& key, float v) {
-  add_attr(n, key, onnx::AttributeProto::FLOAT)->set_f(v);
-}
-void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-  add_attr(n, key, onnx::AttributeProto::STRING)->set_s(v);
-}
-void set_strings(onnx::NodeProto* n, const std::string& key, const std::vector<std::string>& v) {
-  auto* a = add_attr(n, key, onnx::AttributeProto::STRINGS);
-  for (const auto& s : v) a->add_strings(s);
-}
-void set_floats(onnx::NodeProto* n, const std::string& key, const std::vector<float>& v) {
-  auto* a = add_attr(n, key, onnx::AttributeProto::FLOATS);
-  for (float f : v) a->add_floats(f);
-}
-
 void expect_near(const Tensor& t, const std::vector<float>& want) {
   ASSERT_EQ(t.size(), static_cast<int64_t>(want.size())) << t.description();
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], 1e-5f) << "element " << i;

@@ -46,6 +46,36 @@ inline onnx::TensorProto* add_float_init(onnx::ModelProto& m, const std::string&
   return t;
 }
 
+// Attributes on a node (add_node's result).
+inline onnx::AttributeProto* add_attr(onnx::NodeProto* n, const std::string& key,
+                                      onnx::AttributeProto::AttributeType type) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(type);
+  return a;
+}
+inline void set_int(onnx::NodeProto* n, const std::string& key, int64_t v) {
+  add_attr(n, key, onnx::AttributeProto::INT)->set_i(v);
+}
+inline void set_float(onnx::NodeProto* n, const std::string& key, float v) {
+  add_attr(n, key, onnx::AttributeProto::FLOAT)->set_f(v);
+}
+inline void set_string(onnx::NodeProto* n, const std::string& key, const std::string& v) {
+  add_attr(n, key, onnx::AttributeProto::STRING)->set_s(v);
+}
+inline void set_ints(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
+  auto* a = add_attr(n, key, onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+inline void set_floats(onnx::NodeProto* n, const std::string& key, const std::vector<float>& v) {
+  auto* a = add_attr(n, key, onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+inline void set_strings(onnx::NodeProto* n, const std::string& key, const std::vector<std::string>& v) {
+  auto* a = add_attr(n, key, onnx::AttributeProto::STRINGS);
+  for (const auto& x : v) a->add_strings(x);
+}
+
 // x[2,3] -> Relu -> y[2,3]
 inline onnx::ModelProto relu_model() {
   onnx::ModelProto m = make_model();

@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,41 @@ void dispatch_arith(DataType type, F&& f) {
     case DataType::Uint8: f(uint8_t{}); break;
     default: fail(std::string("unsupported element type ") + type_name(type));
   }
+}
+
+// Every real-number type: dispatch_arith's types plus Float16 and BFloat16.
+template <typename F>
+void dispatch_real(DataType type, F&& f) {
+  switch (type) {
+    case DataType::Float16: f(Float16{}); break;
+    case DataType::BFloat16: f(BFloat16{}); break;
+    default: dispatch_arith(type, std::forward<F>(f)); break;
+  }
+}
+
+// Float or double: `x`'s type, else an error naming `what` and x.
+template <typename F>
+void dispatch_float(const Tensor& x, const std::string& what, F&& f) {
+  if (x.dtype() == DataType::Float) f(float{});
+  else if (x.dtype() == DataType::Double) f(double{});
+  else fail(what + ": input must be float or double, got " + x.description());
+}
+
+// The 16-bit floats compute in float; every other type as itself.
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+template <typename T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+template <typename T>
+compute_t<T> to_compute(T v) {
+  if constexpr (is_half_v<T>) return v.to_float();
+  else return v;
+}
+template <typename T>
+T from_compute(compute_t<T> v) {
+  if constexpr (is_half_v<T>) return T::from_float(v);
+  else return v;
 }
 
 // Dispatch over every storable type (for data movement ops). Float16 and

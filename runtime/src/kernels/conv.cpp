@@ -5,22 +5,11 @@
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
 namespace {
-
-// Row-major C[m,n] = A[m,k] * B[k,n] on OpenBLAS.
-void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
-              static_cast<blasint>(n));
-}
-void gemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
-              static_cast<blasint>(n));
-}
 
 template <typename T>
 Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group) {

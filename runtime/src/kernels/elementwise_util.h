@@ -15,35 +15,6 @@
 
 namespace epprof::rt::kernels {
 
-template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// Every real-number type: dispatch_arith's types plus Float16 and BFloat16.
-template <typename F>
-void dispatch_real(DataType type, F&& f) {
-  switch (type) {
-    case DataType::Float16: f(Float16{}); break;
-    case DataType::BFloat16: f(BFloat16{}); break;
-    default: dispatch_arith(type, std::forward<F>(f)); break;
-  }
-}
-
-// The type an element is computed in: float for the 16-bit floats, else itself.
-template <typename T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-
-template <typename T>
-compute_t<T> to_compute(T v) {
-  if constexpr (is_half_v<T>) return v.to_float();
-  else return v;
-}
-
-template <typename T>
-T from_compute(compute_t<T> v) {
-  if constexpr (is_half_v<T>) return T::from_float(v);
-  else return v;
-}
-
 // double -> float rounding to odd: an inexact result gets an odd last bit.
 // Rounding that float to a 16-bit float then gives the correctly rounded
 // (nearest-even) result of the double; rounding to nearest twice could not.

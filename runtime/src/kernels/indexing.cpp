@@ -100,8 +100,8 @@ void reduce_into(T& dst, T src, Reduction r) {
     dst = r == Reduction::None ? src : r == Reduction::Add ? (dst || src) : (dst && src);
   } else {
     if (r == Reduction::None) dst = src;
-    else if (r == Reduction::Add) dst = narrow<T>(wrap_add(widen(dst), widen(src)));
-    else dst = narrow<T>(wrap_mul(widen(dst), widen(src)));
+    else if (r == Reduction::Add) dst = from_compute<T>(wrap_add(to_compute(dst), to_compute(src)));
+    else dst = from_compute<T>(wrap_mul(to_compute(dst), to_compute(src)));
   }
 }
 
@@ -296,7 +296,7 @@ std::unique_ptr<Kernel> make_topk(const Node& node) {
     Shape os = x.shape();
     os[axis] = k;
     Tensor values(x.dtype(), os), indices(DataType::Int64, os);
-    dispatch_numeric_any(x.dtype(), [&](auto tag) {
+    dispatch_real(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
       const T* in = x.data<T>();
@@ -311,11 +311,11 @@ std::unique_ptr<Kernel> make_topk(const Node& node) {
       for (int64_t o = 0; o < s.outer; ++o)
         for (int64_t i = 0; i < s.inner; ++i) {
           const T* src = in + o * s.n * s.inner + i;
-          for (int64_t j = 0; j < s.n; ++j) line[static_cast<size_t>(j)] = {widen(src[j * s.inner]), j};
+          for (int64_t j = 0; j < s.n; ++j) line[static_cast<size_t>(j)] = {to_compute(src[j * s.inner]), j};
           std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
           const int64_t dst = o * k * s.inner + i;
           for (int64_t j = 0; j < k; ++j) {
-            ov[dst + j * s.inner] = narrow<T>(line[static_cast<size_t>(j)].first);
+            ov[dst + j * s.inner] = from_compute<T>(line[static_cast<size_t>(j)].first);
             oi[dst + j * s.inner] = line[static_cast<size_t>(j)].second;
           }
         }
@@ -335,12 +335,12 @@ void arg_best(const T* in, const AxisSplit& s, bool max, bool last, int64_t* out
     const T* base = in + o * s.n * s.inner;
     int64_t* res = out + o * s.inner;
     for (int64_t i = 0; i < s.inner; ++i) {
-      best[static_cast<size_t>(i)] = widen(base[i]);
+      best[static_cast<size_t>(i)] = to_compute(base[i]);
       res[i] = 0;
     }
     for (int64_t k = 1; k < s.n; ++k)  // row by row: contiguous over the inner dims
       for (int64_t i = 0; i < s.inner; ++i) {
-        const C v = widen(base[k * s.inner + i]);
+        const C v = to_compute(base[k * s.inner + i]);
         C& b = best[static_cast<size_t>(i)];
         const bool better = max ? nan_last_less(b, v) : nan_last_less(v, b);
         const bool tie = !nan_last_less(b, v) && !nan_last_less(v, b);
@@ -366,7 +366,7 @@ std::unique_ptr<Kernel> make_arg_reduce(const Node& node) {
     if (keepdims) os[axis] = 1;
     else os.erase(os.begin() + static_cast<std::ptrdiff_t>(axis));
     Tensor out(DataType::Int64, os);
-    dispatch_numeric_any(x.dtype(), [&](auto tag) {
+    dispatch_real(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       arg_best(x.data<T>(), s, max, last, out.mutable_data<int64_t>());
     });
@@ -402,7 +402,7 @@ std::unique_ptr<Kernel> make_hardmax(const Node& node) {
       using T = decltype(tag);
       arg_best(x.data<T>(), s, true, false, best.data());
       T* o = out.mutable_data<T>();
-      const T one = narrow<T>(1.0f);
+      const T one = from_compute<T>(1.0f);
       for (int64_t b = 0; b < s.outer; ++b)
         for (int64_t i = 0; i < s.inner; ++i)
           o[(b * s.n + best[static_cast<size_t>(b * s.inner + i)]) * s.inner + i] = one;
@@ -488,7 +488,7 @@ std::unique_ptr<Kernel> make_nonzero(const Node&) {
 // finite value that fits int64 (for OneHot such an index selects nothing).
 template <typename T>
 int64_t index_as_int64(T v, bool& ok) {
-  const compute_t<T> c = widen(v);
+  const compute_t<T> c = to_compute(v);
   if constexpr (std::is_floating_point_v<compute_t<T>>) {
     ok = c >= -9.2e18 && c <= 9.2e18;  // also false for NaN
     return ok ? static_cast<int64_t>(c) : 0;
@@ -513,14 +513,14 @@ std::unique_ptr<Kernel> make_onehot(const Node& node) {
     if (values.rank() != 1 || values.size() != 2) fail("values must be a 1-D tensor [off, on], got " + values.description());
     int64_t depth = 0;
     bool ok = false;
-    dispatch_numeric_any(dt.dtype(), [&](auto tag) { depth = index_as_int64(dt.data<decltype(tag)>()[0], ok); });
+    dispatch_real(dt.dtype(), [&](auto tag) { depth = index_as_int64(dt.data<decltype(tag)>()[0], ok); });
     if (!ok || depth < 1) fail("depth must be a positive integer, got " + dt.description());
     const int64_t out_rank = static_cast<int64_t>(ind.rank()) + 1;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, out_rank));
     Shape os = ind.shape();
     os.insert(os.begin() + static_cast<std::ptrdiff_t>(axis), depth);
     std::vector<int64_t> hot(static_cast<size_t>(ind.size()));  // -1: no hot position
-    dispatch_numeric_any(ind.dtype(), [&](auto tag) {
+    dispatch_real(ind.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* in = ind.data<T>();
       for (size_t i = 0; i < hot.size(); ++i) {
@@ -571,7 +571,7 @@ std::unique_ptr<Kernel> make_unique(const Node& node) {
       auto compare = [&](int64_t a, int64_t b) {
         for (int64_t o = 0; o < s.outer; ++o)
           for (int64_t i = 0; i < s.inner; ++i) {
-            const auto va = widen(in[(o * s.n + a) * s.inner + i]), vb = widen(in[(o * s.n + b) * s.inner + i]);
+            const auto va = to_compute(in[(o * s.n + a) * s.inner + i]), vb = to_compute(in[(o * s.n + b) * s.inner + i]);
             if (nan_last_less(va, vb)) return -1;
             if (nan_last_less(vb, va)) return 1;
           }

@@ -100,33 +100,6 @@ inline Tensor strided_view(const Tensor& x, int64_t offset, const Shape& out_sha
   return out;
 }
 
-// Float16 and BFloat16 compute in float; every other type as itself.
-template <typename T>
-constexpr bool is_16bit_float_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
-using compute_t = std::conditional_t<is_16bit_float_v<T>, float, T>;
-
-template <typename T>
-compute_t<T> widen(T v) {
-  if constexpr (is_16bit_float_v<T>) return v.to_float();
-  else return v;
-}
-template <typename T>
-T narrow(compute_t<T> v) {
-  if constexpr (is_16bit_float_v<T>) return T::from_float(v);
-  else return v;
-}
-
-// Dispatch among the numeric types including the 16-bit floats (not bool).
-template <typename F>
-void dispatch_numeric_any(DataType type, F&& f) {
-  switch (type) {
-    case DataType::Float16: f(Float16{}); break;
-    case DataType::BFloat16: f(BFloat16{}); break;
-    default: dispatch_arith(type, std::forward<F>(f)); break;
-  }
-}
-
 // A strict weak order on compute values in which NaN is greater than every
 // number and equal to itself, so sorting and max/min searches never see an
 // inconsistent comparison.
@@ -172,7 +145,7 @@ T cast_checked(double v, const char* what) {
     const double lo = std::is_signed_v<T> ? -hi : 0.0;
     if (!(v >= lo && v < hi)) fail(std::string(what) + " " + std::to_string(v) + " does not fit the tensor's integer type");
     return static_cast<T>(v);
-  } else if constexpr (is_16bit_float_v<T>) {
+  } else if constexpr (is_half_v<T>) {
     return T::from_float(static_cast<float>(v));
   } else {
     return static_cast<T>(v);
@@ -182,7 +155,7 @@ T cast_checked(double v, const char* what) {
 // Whether a value is non-zero (NonZero, Compress-style truth); -0.0 is zero.
 template <typename T>
 bool is_nonzero(T v) {
-  if constexpr (is_16bit_float_v<T>) return v.to_float() != 0.0f;
+  if constexpr (is_half_v<T>) return v.to_float() != 0.0f;
   else return v != T(0);
 }
 

@@ -14,17 +14,8 @@ namespace epprof::rt::kernels {
 namespace {
 
 // C[M,N] = A[M,K] * B[K,N] (row-major, contiguous), overwriting C: OpenBLAS
-// for the float types, a plain loop for the integer ones.
-void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
-              static_cast<blasint>(n));
-}
-void gemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
-              static_cast<blasint>(n));
-}
+// for the float types (matmul_util.h), a plain loop for the integer ones.
+using kernels::gemm_nn;
 // Integers wrap around on overflow (computed unsigned: no signed-overflow UB).
 template <typename T>
 void gemm_nn(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {

@@ -1,5 +1,8 @@
-// numpy.matmul shape rules, shared by MatMul, MatMulInteger and QLinearMatMul.
+// numpy.matmul shape rules, shared by MatMul, MatMulInteger and QLinearMatMul,
+// and the row-major GEMM on OpenBLAS that MatMul and Conv share.
 #pragma once
+#include <cblas.h>
+
 #include <string>
 #include <vector>
 
@@ -7,6 +10,18 @@
 #include "kernels/common.h"
 
 namespace epprof::rt::kernels {
+
+// Row-major C[m,n] = A[m,k] * B[k,n] (contiguous), overwriting C.
+inline void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
+              static_cast<blasint>(n));
+}
+inline void gemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
+              static_cast<blasint>(n));
+}
 
 // A [..., M, K] x B [..., K, N]: 1-D operands are promoted (and the added dim
 // dropped from the result), batch dims broadcast.

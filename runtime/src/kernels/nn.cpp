@@ -12,13 +12,6 @@ namespace epprof::rt::kernels {
 
 namespace {
 
-template <typename F>
-void dispatch_float_types(const std::string& what, const Tensor& x, F&& f) {
-  if (x.dtype() == DataType::Float) f(float{});
-  else if (x.dtype() == DataType::Double) f(double{});
-  else fail(what + ": input X must be float or double, got " + x.description());
-}
-
 // BatchNormalization, opsets 6..17. Inference: y = scale * (x - mean) /
 // sqrt(var + epsilon) + B per channel. Training (training_mode=1, opset 14+):
 // normalise with the batch's own mean and (population) variance and output
@@ -37,7 +30,7 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node) {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) fail(what + ": input X must have rank >= 2 ([N, C, ...]), got " + x.description());
     const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
-    dispatch_float_types(what, x, [&](auto tag) {
+    dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       const char* names[] = {"scale", "B", "input_mean", "input_var"};
       const T* p[4];
@@ -118,7 +111,7 @@ std::unique_ptr<Kernel> make_layer_norm(const Node& node) {
     Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
     stat_shape.resize(static_cast<size_t>(rank), 1);
     Tensor mean_t(DataType::Float, stat_shape), inv_t(DataType::Float, stat_shape);
-    dispatch_float_types(what, x, [&](auto tag) {
+    dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       const std::vector<T> scale = expand_to<T>(what + ": input Scale", ctx.input(1), x.dtype(), norm_shape);
       std::vector<T> bias;

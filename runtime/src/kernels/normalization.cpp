@@ -12,13 +12,6 @@ namespace epprof::rt::kernels {
 
 namespace {
 
-template <typename F>
-void dispatch_float_types(const std::string& what, const Tensor& x, F&& f) {
-  if (x.dtype() == DataType::Float) f(float{});
-  else if (x.dtype() == DataType::Double) f(double{});
-  else fail(what + ": input must be float or double, got " + x.description());
-}
-
 // y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c], statistics per (n, c).
 std::unique_ptr<Kernel> make_instance_norm(const Node& node) {
   const float eps = node.attr_float("epsilon", 1e-5f);
@@ -28,7 +21,7 @@ std::unique_ptr<Kernel> make_instance_norm(const Node& node) {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) fail(what + ": input must have rank >= 2 ([N, C, ...]), got " + x.description());
     const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
-    dispatch_float_types(what, x, [&](auto tag) {
+    dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       const char* names[] = {"scale", "B"};
       for (size_t i = 1; i <= 2; ++i) {
@@ -71,7 +64,7 @@ std::unique_ptr<Kernel> make_lrn(const Node& node) {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) fail(what + ": input must have rank >= 2 ([N, C, ...]), got " + x.description());
     const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
-    dispatch_float_types(what, x, [&](auto tag) {
+    dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       Tensor out(x.dtype(), x.shape());
       std::vector<double> sq(static_cast<size_t>(S));
@@ -100,7 +93,7 @@ std::unique_ptr<Kernel> make_mvn(const Node& node) {
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     const ReduceGeometry g(x.shape(), reduced_axes(axes, x.rank(), what.c_str()));
-    dispatch_float_types(what, x, [&](auto tag) {
+    dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       const T* in = x.data<T>();
       const double count = static_cast<double>(g.count());

@@ -407,7 +407,7 @@ std::unique_ptr<Kernel> make_cumsum(const Node& node) {
     const int64_t axis = normalize_axis(read_scalar_index(ctx.input(1), "input 'axis'"), static_cast<int64_t>(x.rank()));
     const AxisSplit s = split_at(x.shape(), static_cast<size_t>(axis));
     Tensor out(x.dtype(), x.shape());
-    dispatch_numeric_any(x.dtype(), [&](auto tag) {
+    dispatch_real(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using C = compute_t<T>;
       const T* in = x.data<T>();
@@ -421,13 +421,13 @@ std::unique_ptr<Kernel> make_cumsum(const Node& node) {
           const int64_t row = (b * s.n + k) * s.inner;
           for (int64_t i = 0; i < s.inner; ++i) {
             C& a = acc[static_cast<size_t>(i)];
-            const C v = widen(in[row + i]);
+            const C v = to_compute(in[row + i]);
             if (exclusive) {
-              o[row + i] = narrow<T>(a);
+              o[row + i] = from_compute<T>(a);
               a = wrap_add(a, v);
             } else {
               a = wrap_add(a, v);
-              o[row + i] = narrow<T>(a);
+              o[row + i] = from_compute<T>(a);
             }
           }
         }
