@@ -6,5 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+# Only what `epprof run` needs (the epprof_main target): the command, the
+# bundled models and the EP plugins; the tests and benchmarks are test.sh's.
+TARGETS=epprof_main "$root/scripts/build.sh"
 "$root/build/bin/epprof" run "$@"
