@@ -226,6 +226,25 @@ TEST(OutputPaths, ReportOnAFullDiskNamesThePathAndTheReasonAndLeavesNothing) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"t.json"});
 }
 
+// Before: a failed run left the per-run traces of the runs before it and no
+// session trace at all. Now the session trace holds the completed runs and
+// says which run failed; the failed run has no per-run trace.
+TEST(OutputPaths, AFailedRunStillWritesTheSessionTraceMarkedFailed) {
+  TempDir dir;
+  // A TensorProto: dims [2, 2], FLOAT, raw_data of 4 floats; the MLP wants [32, 784].
+  write_file(dir.file("bad.pb"), std::string("\x08\x02\x08\x02\x10\x01\x4a\x10", 8) + std::string(16, '\0'));
+  const Result r = epprof({"run", kModels + "/mlp.onnx", "--input", "input=" + dir.file("bad.pb"), "--runs", "2",
+                           "--run-profiling", "--output", dir.file("t.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("run 1 failed: "), std::string::npos) << r.output;
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"bad.pb", "t.json"}));
+  EXPECT_EQ(epprof({"validate", dir.file("t.json")}).exit_code, 0);
+  std::string failed;
+  for (const auto& e : epprof::testing::read_trace(dir.file("t.json")))
+    if (e.name == "epprof_metadata") failed = e.arg("failed");
+  EXPECT_NE(failed.find("run 1 failed: "), std::string::npos) << failed;
+}
+
 // ---- item 5: signals -----------------------------------------------------
 
 // Starts `epprof ARGS...` with stdout and stderr to `log`.

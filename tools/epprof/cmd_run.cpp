@@ -478,9 +478,9 @@ int execute(const Options& o) {
   for (const auto& ep : o.eps) eps += (eps.empty() ? "" : ",") + ep;
   std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
               session.executor_name(), eps.c_str());
-  std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
-              passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "",
-              wall_ms / double(std::max(completed, 1)));
+  if (completed > 0)
+    std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
+                passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "", wall_ms / double(completed));
   if (stopped)
     std::printf("stopped after %d of %d runs: %s\n", completed, passes * per_pass,
                 sig ? (std::string("interrupted by ") + signal_name(sig)).c_str() : run_error.c_str());
