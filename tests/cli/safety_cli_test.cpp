@@ -245,6 +245,18 @@ TEST(OutputPaths, AFailedRunStillWritesTheSessionTraceMarkedFailed) {
   EXPECT_NE(failed.find("run 1 failed: "), std::string::npos) << failed;
 }
 
+// Before: "write to fd 3 failed: File too large" named no file.
+TEST(OutputPaths, RunOnAFullDiskNamesThePathAndTheReasonAndLeavesNothing) {
+  TempDir dir;
+  const std::string out = dir.file("t.json");
+  const Result r = epprof({"run", kModels + "/mlp.onnx", "--runs", "20", "--no-table", "--output", out},
+                          "ulimit -f 8; trap '' XFSZ; ");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write trace '" + out + "': " + std::strerror(EFBIG)), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
 // ---- item 5: signals -----------------------------------------------------
 
 // Starts `epprof ARGS...` with stdout and stderr to `log`.
