@@ -211,6 +211,24 @@ def mutate_model(data):
             parent.insert(rng.randrange(len(parent) + 1), other)                      # a field in another place
     return serialize(tree)
 
+ATTRS = [b"strides", b"dilations", b"pads", b"kernel_shape", b"group", b"axes", b"perm", b"axis", b"shape", b"dims"]
+
+def mutate_attributes(data):
+    """The attributes shape inference and kernels rely on (AttributeProto:
+    1 name, 3 i, 8 ints, packed or not) set to zero, negative, huge or
+    wrong-length values: the bad models issue 15 found by hand."""
+    tree = parse(data)
+    attrs = [f[2] for _, f in all_fields(tree, []) if isinstance(f[2], list)
+             and any(g[0] == 1 and g[1] == 2 and not isinstance(g[2], list) and bytes(g[2]) in ATTRS for g in f[2])]
+    if not attrs: return mutate_model(data)
+    for a in rng.sample(attrs, min(len(attrs), rng.choice([1, 1, 2]))):
+        a[:] = [g for g in a if g[0] not in (3, 8)]
+        values = [rng.choice([0, 0, 0, -1, -1, 1, 2, 3, 99, 1 << 31, (1 << 63) - 1, -(1 << 63)])
+                  for _ in range(rng.choice([0, 1, 2, 2, 2, 3, 4, 8]))]
+        if len(values) == 1 and rng.random() < 0.5: a.append([3, 0, values[0]])
+        else: a.extend([8, 0, v] for v in values)
+    return serialize(tree)
+
 # ---- structure-aware: JSON traces ---------------------------------------------
 HOSTILE = ["", "\u0000", "a\u0000b", "\"", "\\", "\ud7ff", "x" * 5000, -1, 0, 1e308, -1e308, 1.5, 2 ** 63, -2 ** 63,
            None, True, [], {}, [[[[[]]]]], {"float": [32]}, "NaN", "1e999"]
@@ -254,8 +272,8 @@ for i in range(n_traces):
     tasks.append((kind, i, {"in.json": data, "seed.json": trace_seeds[0]}, args, outs))
 for i in range(n_models):
     name, seed_data = rng.choice(list(model_seeds.items()))
-    kind = rng.choice(["model/bytes", "model/struct", "model/struct"])
-    data = mutate_bytes(seed_data) if kind == "model/bytes" else mutate_model(seed_data)
+    kind = rng.choice(["model/bytes", "model/struct", "model/attributes"])
+    data = {"model/bytes": mutate_bytes, "model/struct": mutate_model, "model/attributes": mutate_attributes}[kind](seed_data)
     tasks.append((kind, i, {"m.onnx": data}, ["run", "m.onnx", "--runs", "1", "--warmup", "0", "--no-table",
                                               "--output", "out.json"], {"out.json"}))
 
