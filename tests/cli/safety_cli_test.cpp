@@ -327,6 +327,24 @@ TEST(Signals, SecondSigtermStopsAtOnceAndLeavesNoTemporary) {
   EXPECT_FALSE(has_temporary(dir.path())) << ::testing::PrintToString(entries(dir.path()));
 }
 
+// Before: SIGTERM killed them (no exit status); merge could leave its
+// "<out>.tmp.<pid>". A FIFO that nobody writes keeps each one reading.
+TEST(Signals, ReportMergeAndValidateExitAtOnceWith128PlusTheSignal) {
+  for (const std::string command : {"report", "merge", "validate"}) {
+    TempDir dir;
+    const std::string fifo = dir.file("in.json");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+    std::vector<std::string> args = {command, fifo};
+    if (command == "report") args.insert(args.end(), {"--format", "html", "-o", dir.file("out.html")});
+    if (command == "merge") args.insert(args.end(), {fifo, "-o", dir.file("out.json")});
+    const pid_t pid = spawn(args, dir.file("log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(pid, SIGTERM);
+    EXPECT_EQ(wait_for(pid), 128 + SIGTERM) << command << ": " << read_file(dir.file("log"));
+    EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"in.json", "log"})) << command;
+  }
+}
+
 // ---- items 6 and 7: malformed JSON, overlapping slices --------------------
 
 const char* const kMalformedArgs =
