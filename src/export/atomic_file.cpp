@@ -96,8 +96,9 @@ bool proc_fd_available() {
   return available;
 }
 
-// Blocks every catchable signal for its lifetime, so that a signal handler
-// that exits cannot run between naming a temporary and renaming it.
+// Blocks every catchable signal on this thread for its lifetime, so that a
+// handler that exits cannot run here between naming a temporary and
+// renaming it.
 class SignalsBlocked {
  public:
   SignalsBlocked() {

@@ -57,9 +57,10 @@ class AtomicFile {
   // target_path() and the reason (e.g. "No space left on device").
   bool write(std::string_view data, std::string* error);
 
-  // Names the temporary and renames it onto target_path(), with the
-  // catchable signals blocked in between so that no named temporary is left
-  // behind. No fsync: a trace need not survive a power cut, and fsync of a
+  // Names the temporary and renames it onto target_path(): two system calls,
+  // with the catchable signals blocked on the calling thread in between, so
+  // a handler that exits cannot run there and leave the named temporary
+  // behind (a signal taken by another thread still can, in that window). No fsync: a trace need not survive a power cut, and fsync of a
   // large file would stall the end of profiling. On failure nothing is left
   // behind, false is returned and *error (if non-null) names the path and
   // the reason. Only the first call can succeed.
