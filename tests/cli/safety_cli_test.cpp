@@ -402,4 +402,29 @@ TEST(Traces, DemoAndExamplePluginTracesValidateClean) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// Item 8: a name with an embedded NUL keeps its length through report
+// (text keeps the byte; HTML, where NUL is not allowed, shows it as \x00)
+// and merge (escaped as \u0000 again).
+TEST(Traces, NamesWithNulKeepTheirLengthThroughReportAndMerge) {
+  TempDir dir;
+  const std::string trace = dir.file("nul.json");
+  write_file(trace,
+             "[{\"cat\":\"__metadata\",\"name\":\"epprof_metadata\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"ts\":0,"
+             "\"args\":{\"t0_epoch_ns\":\"1\"}},\n"
+             "{\"cat\":\"Session\",\"name\":\"model_run\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10,\"args\":{}},\n"
+             "{\"cat\":\"Node\",\"name\":\"conv\\u0000one_kernel_time\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1,"
+             "\"dur\":2,\"args\":{\"op_name\":\"Conv\"}}]\n");
+  Result r = epprof({"report", trace, "--by", "node"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string("conv\0one", 8)), std::string::npos) << r.output;
+  r = epprof({"report", trace, "--by", "node", "--format", "html", "-o", dir.file("r.html")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string html = read_file(dir.file("r.html"));
+  EXPECT_NE(html.find("conv\\x00one"), std::string::npos);
+  EXPECT_EQ(html.find('\0'), std::string::npos) << "a raw NUL in the HTML";
+  r = epprof({"merge", trace, "-o", dir.file("merged.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(read_file(dir.file("merged.json")).find("\"conv\\u0000one_kernel_time\""), std::string::npos);
+}
+
 }  // namespace
