@@ -60,6 +60,8 @@ def run(args, cwd):
     cmd = ["timeout", "-s", "KILL", str(limit), "prlimit", f"--as={mem << 20}", cli] + args
     p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     err = p.stderr.decode("utf-8", "replace") + p.stdout.decode("utf-8", "replace")[-2000:]
+    if p.returncode in (126, 127):  # timeout or prlimit could not run epprof: the campaign is void
+        raise SystemExit(f"fuzz_campaign: cannot execute {cli}: {err.strip()} (rebuilt while the campaign ran?)")
     if p.returncode in (124, 137, -signal.SIGKILL):  # timeout re-raises the KILL it sent on itself
         return "hang", err[-300:]
     if p.returncode < 0 or p.returncode > 2:
