@@ -37,6 +37,11 @@ EPPROF_API const char* epprof_version(void);
  * 2^22 distinct strings, OUT_OF_MEMORY. */
 EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out);
 
+/* As epprof_intern, for the `len` bytes at `str`, which may hold NUL bytes
+ * (names are byte strings: an ONNX node name may hold any byte). The trace
+ * writes every byte, escaped. `str` may be NULL only when `len` is 0. */
+EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_name_id* out);
+
 /* Interns a copy of `args` (at most 32; none of type EPPROF_ARG_SET) as an
  * arg set and stores its id in *out; the same list always gets the same id.
  * An event then carries the whole list as one arg,

@@ -65,9 +65,10 @@
 #define EXAMPLE_CLOCK_NAME "CLOCK_MONOTONIC"
 #endif
 
-/* The one simulated device queue; its index is the track id (tid) of every
- * kernel event. */
-#define EXAMPLE_QUEUE 0
+/* The simulated device has as many queues as the work needs: kernels that
+ * overlap in time (nodes of several host threads, a node's kernel inside its
+ * model_run's) run on different queues, so no queue's track has slices that
+ * overlap. A queue's index is the track id (tid) of its kernel events. */
 /* Events created and appended per sink_append call at end_profiling. */
 #define EXAMPLE_BATCH 64
 
@@ -116,6 +117,7 @@ typedef struct example_kernel {
   uint64_t correlation_id;
   int64_t ts_ns;  /* ns since the host's profiling start */
   int64_t dur_ns;
+  int queue;     /* assigned at end_profiling */
 } example_kernel;
 
 /* The plugin object returned by the entry point. epprof_plugin is its first
@@ -368,12 +370,46 @@ static epprof_status* make_event(const example_profiler* p, const example_kernel
   const char* values[2];
   size_t num_args = k->op_name != NULL ? 2 : 1;
   char queue[24];
-  snprintf(queue, sizeof queue, "%d", EXAMPLE_QUEUE);
+  snprintf(queue, sizeof queue, "%d", k->queue);
   values[0] = queue;
   values[1] = k->op_name;
   /* pid 0: the host places device tracks in the trace itself. */
-  return p->host->event_create(EPPROF_CATEGORY_KERNEL, k->name, 0, EXAMPLE_QUEUE, k->ts_ns,
+  return p->host->event_create(EPPROF_CATEGORY_KERNEL, k->name, 0, k->queue, k->ts_ns,
                                k->dur_ns, k->correlation_id, keys_with_op, values, num_args, out);
+}
+
+static int by_start(const void* a, const void* b) {
+  const example_kernel* x = (const example_kernel*)a;
+  const example_kernel* y = (const example_kernel*)b;
+  if (x->ts_ns != y->ts_ns) return x->ts_ns < y->ts_ns ? -1 : 1;
+  return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns; /* the longer first */
+}
+
+/* Sorts the kernels by start and gives each the lowest queue that is free
+ * when it starts (interval partitioning: as few queues as the overlap
+ * needs). Returns the number of queues, or -1 when out of memory. */
+static int assign_queues(example_kernel* kernels, size_t n) {
+  int64_t* busy_until = NULL; /* per queue: the end of its last kernel */
+  int queues = 0, q;
+  size_t i;
+  qsort(kernels, n, sizeof *kernels, by_start);
+  for (i = 0; i < n; ++i) {
+    for (q = 0; q < queues && busy_until[q] > kernels[i].ts_ns; ++q) {
+    }
+    if (q == queues) {
+      int64_t* grown = (int64_t*)realloc(busy_until, (size_t)(queues + 1) * sizeof *grown);
+      if (grown == NULL) {
+        free(busy_until);
+        return -1;
+      }
+      busy_until = grown;
+      ++queues;
+    }
+    busy_until[q] = kernels[i].ts_ns + kernels[i].dur_ns;
+    kernels[i].queue = q;
+  }
+  free(busy_until);
+  return queues;
 }
 
 static void release_events(const example_profiler* p, epprof_event** events, size_t n) {
@@ -387,7 +423,8 @@ static epprof_status* example_end_profiling(epprof_ep_profiler* self, epprof_eve
   epprof_event* batch[EXAMPLE_BATCH];
   epprof_status* st = NULL;
   size_t total, i;
-  char count[32];
+  int queues, q;
+  char count[32], track[32];
 
   /* Every event has ended by now; the lock only orders us after the last
    * stop_event's append. */
@@ -397,12 +434,17 @@ static epprof_status* example_end_profiling(epprof_ep_profiler* self, epprof_eve
   /* The injected failure appends the first half, then fails: the host must
    * keep those. */
   if (p->fail == FAIL_END_PROFILING) total /= 2;
+  queues = assign_queues(p->kernels, total);
+  if (queues < 0) return out_of_memory(p, "queue assignment");
 
   /* Metadata first, so it is there even if appending fails below. */
   snprintf(count, sizeof count, "%lu", (unsigned long)total);
   st = host->sink_set_metadata(sink, "clock", EXAMPLE_CLOCK_NAME);
   if (st == NULL) st = host->sink_set_metadata(sink, "events", count);
-  if (st == NULL) st = host->sink_set_track_name(sink, EXAMPLE_QUEUE, "example queue 0");
+  for (q = 0; q < queues && st == NULL; ++q) {
+    snprintf(track, sizeof track, "example queue %d", q);
+    st = host->sink_set_track_name(sink, q, track);
+  }
   if (st != NULL) return st; /* the host's status, handed back */
 
   for (i = 0; i < total;) {

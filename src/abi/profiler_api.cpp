@@ -215,6 +215,18 @@ EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
   EPPROF_API_END
 }
 
+EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_name_id* out) {
+  EPPROF_API_BEGIN
+  if (!out) return null_argument("epprof_intern_n", "out");
+  if (!str && len) return null_argument("epprof_intern_n", "str");
+  epprof_name_id id = epprof::core::intern(std::string_view(str ? str : "", len));
+  if (!id)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern_n: the string table is full");
+  *out = id;
+  return nullptr;
+  EPPROF_API_END
+}
+
 EPPROF_API epprof_status* epprof_arg_set_intern(const epprof_arg* args, size_t num_args, epprof_arg_set_id* out) {
   if (!out) return null_argument("epprof_arg_set_intern", "out");
   return epprof::core::intern_arg_set(args, num_args, out);

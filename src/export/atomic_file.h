@@ -1,45 +1,82 @@
-// A file that appears at its final path only when complete: data goes to a
-// temporary in the same directory (so rename(2) is atomic) and commit()
-// renames it into place. Creating the temporary up front is also how an
-// unwritable trace path is reported when profiling starts, not at its end.
+// The rules for every file epprof writes (traces, reports, merged traces,
+// saved tensors), in one place:
+//  - a regular file at the path is replaced atomically: the data goes to an
+//    unnamed temporary (O_TMPFILE) in the same directory, which is given a
+//    name and renamed into place only by commit(), so an error, a signal or
+//    even SIGKILL before that leaves nothing behind;
+//  - a directory, device, FIFO or socket at the path is refused;
+//  - a symlink at the path is followed (to its final target, which may not
+//    exist yet) and that target is replaced, in the target's directory;
+//  - a path that is the same file (device and inode) as one of the
+//    command's inputs is refused.
+// Creating the temporary up front is also how an unwritable path is reported
+// when the work starts, not at its end.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 namespace epprof::exporter {
 
+// Applies the rules above to `path` without creating anything. `inputs` are
+// the paths the command reads (ones that do not exist are ignored). On
+// success sets *resolved (if non-null) to the path that will be replaced:
+// `path` itself, or the final target of the symlink there. On failure
+// returns false and sets *error (if non-null) to a message that names the
+// path and the reason, e.g. "cannot write 'out': it is a FIFO".
+bool check_output_path(const std::string& path, const std::vector<std::string>& inputs, std::string* resolved,
+                       std::string* error);
+
 class AtomicFile {
  public:
-  // Creates ".<basename>.tmp.XXXXXX" next to final_path (mode 0644 minus the
-  // umask). On failure returns nullptr and, if error is non-null, sets it to
-  // a message naming the path and the reason, e.g.
+  // Checks `final_path` with check_output_path(final_path, inputs) and opens
+  // the temporary (mode 0644 minus the umask) in the directory of the
+  // resolved path. On failure returns nullptr and sets *error (if non-null)
+  // to a message naming the path and the reason, e.g.
   // "cannot create trace file in '/nonexistent/dir': No such file or directory".
-  static std::unique_ptr<AtomicFile> create(const std::string& final_path, std::string* error);
+  static std::unique_ptr<AtomicFile> create(const std::string& final_path, std::string* error,
+                                            const std::vector<std::string>& inputs = {});
 
-  // Unlinks the temporary unless commit() succeeded.
+  // Discards the temporary unless commit() succeeded.
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   // Open for writing until commit(); -1 afterwards.
   int fd() const { return fd_; }
+  // The path as given, and the file that commit() replaces (they differ
+  // when the path is a symlink).
   const std::string& final_path() const { return final_path_; }
-  const std::string& temp_path() const { return temp_path_; }
+  const std::string& target_path() const { return target_path_; }
 
-  // Closes the fd and renames the temporary onto final_path, replacing any
-  // file there (a symlink there is replaced, not followed). No fsync: a trace need not survive a power cut, and fsync
-  // of a large file would stall the end of profiling. On failure the
-  // temporary is removed, false is returned and *error (if non-null) is set.
-  // Only the first call can succeed.
+  // Appends all of `data` to the temporary, retrying short writes. On
+  // failure returns false and sets *error (if non-null) to a message naming
+  // target_path() and the reason (e.g. "No space left on device").
+  bool write(std::string_view data, std::string* error);
+
+  // Names the temporary and renames it onto target_path(): two system calls,
+  // with the catchable signals blocked on the calling thread in between, so
+  // a handler that exits cannot run there and leave the named temporary
+  // behind (a signal taken by another thread still can, in that window). No fsync: a trace need not survive a power cut, and fsync of a
+  // large file would stall the end of profiling. On failure nothing is left
+  // behind, false is returned and *error (if non-null) names the path and
+  // the reason. Only the first call can succeed.
   bool commit(std::string* error);
 
  private:
-  AtomicFile(std::string final_path, std::string temp_path, int fd)
-      : final_path_(std::move(final_path)), temp_path_(std::move(temp_path)), fd_(fd) {}
+  AtomicFile(std::string final_path, std::string target_path, std::string temp_path, int fd)
+      : final_path_(std::move(final_path)),
+        target_path_(std::move(target_path)),
+        temp_path_(std::move(temp_path)),
+        fd_(fd) {}
 
   std::string final_path_;
+  std::string target_path_;
+  // Empty while the temporary is unnamed (O_TMPFILE); a named temporary is
+  // used only where the file system or a missing /proc rules that out.
   std::string temp_path_;
   int fd_;
   bool done_ = false;  // committed, or commit failed and cleaned up

@@ -21,7 +21,7 @@ JsonWriter::JsonWriter(int fd, size_t buffer_size) : fd_(fd) {
 
 void JsonWriter::fail(const char* what, int err) {
   ok_ = false;
-  error_ = std::string(what) + ": " + std::strerror(err);
+  error_ = what && *what ? std::string(what) + ": " + std::strerror(err) : std::string(std::strerror(err));
   // A zero capacity sends every inline fast path to its slow path, which
   // checks ok_ and drops the data.
   cap_ = 0;
@@ -34,11 +34,11 @@ bool JsonWriter::write_all(const char* data, size_t n) {
     if (w < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      fail(("write to fd " + std::to_string(fd_) + " failed").c_str(), err);
+      fail(nullptr, err);  // the caller names the file
       return false;
     }
     if (w == 0) {  // Not expected for regular files; avoid spinning forever.
-      fail(("write to fd " + std::to_string(fd_) + " made no progress").c_str(), EIO);
+      fail(nullptr, EIO);
       return false;
     }
     data += w;

@@ -86,7 +86,8 @@ class JsonWriter {
   // Writes out everything buffered. False if this or any earlier write failed.
   bool flush();
   bool ok() const { return ok_; }
-  // Empty while ok(); else names the failure, e.g. "write to fd 3 failed: ...".
+  // Empty while ok(); else the reason, e.g. "No space left on device" for a
+  // failed write (the caller knows the file's name and puts it in front).
   const std::string& error() const { return error_; }
   // Bytes of JSON produced so far, buffered ones included: the size the file
   // will have after a successful flush().

@@ -3,6 +3,7 @@
 // to pan), the per-op bar chart as SVG, and marks the DOM when done so a
 // headless browser can check it (body[data-rendered], data-* counts).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "report/format.h"
@@ -110,7 +111,16 @@ std::string html_escape(const std::string& s) {
       case '>': o += "&gt;"; break;
       case '&': o += "&amp;"; break;
       case '"': o += "&quot;"; break;
-      default: o += c;
+      default:
+        // Names are byte strings: a NUL or other control byte (not allowed
+        // in HTML text) is shown as \xNN, so the name keeps its length.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+          o += buf;
+        } else {
+          o += c;
+        }
     }
   }
   return o;

@@ -1,14 +1,15 @@
 #include "report/merge.h"
 
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 
+#include "export/atomic_file.h"
 #include "report/format.h"
 #include "report/reader.h"
 
@@ -57,18 +58,32 @@ std::string micros(double us) {
   return s;
 }
 
+// Events in a JSON array, through a 1 MiB buffer; the first write error is
+// kept and ends the merge.
 class Writer {
  public:
-  explicit Writer(FILE* f) : f_(f) { std::fputs("[\n", f_); }
-  void event(const std::string& text) {
-    if (!first_) std::fputs(",\n", f_);
+  explicit Writer(exporter::AtomicFile& file) : file_(file) { buf_ = "[\n"; }
+  bool event(const std::string& text) {
+    if (!first_) buf_ += ",\n";
     first_ = false;
-    std::fwrite(text.data(), 1, text.size(), f_);
+    buf_ += text;
+    return buf_.size() < (size_t(1) << 20) || flush();
   }
-  void close() { std::fputs("\n]\n", f_); }
+  bool close() {
+    buf_ += "\n]\n";
+    return flush();
+  }
+  const std::string& error() const { return error_; }
 
  private:
-  FILE* f_;
+  bool flush() {
+    if (error_.empty() && !file_.write(buf_, &error_)) return false;
+    buf_.clear();
+    return error_.empty();
+  }
+
+  exporter::AtomicFile& file_;
+  std::string buf_, error_;
   bool first_ = true;
 };
 
@@ -97,6 +112,10 @@ std::string args_json(const Event& e, const std::map<std::string, std::string>& 
 
 MergeResult merge_traces(const std::vector<std::string>& paths, const std::string& output) {
   MergeResult res;
+  // First, so that an output that is one of the inputs, or cannot be
+  // written, is refused before any work.
+  std::unique_ptr<exporter::AtomicFile> file = exporter::AtomicFile::create(output, &res.error, paths);
+  if (!file) return res;
   std::vector<Scan> scans(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
     if (!scan(paths[i], &scans[i], &res.error)) return res;
@@ -141,15 +160,7 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
     res.inputs.push_back(in);
   }
 
-  const std::string tmp = output + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) {
-    res.error = "cannot create '" + tmp + "': " + std::strerror(errno);
-    return res;
-  }
-  std::vector<char> buf(size_t(1) << 20);
-  std::setvbuf(f, buf.data(), _IOFBF, buf.size());
-  Writer w(f);
+  Writer w(*file);
   std::string text;
   for (size_t i = 0; i < paths.size(); ++i) {
     const Scan& sc = scans[i];
@@ -191,34 +202,31 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
       if (!args_in_extra) text += "\"args\":" + args_json(e, replace);
       else if (text.back() == ',') text.pop_back();
       text += "}";
-      w.event(text);
       res.events++;
-      return true;
+      return w.event(text);
     });
+    if (!w.error().empty()) {
+      res.error = w.error();
+      return res;
+    }
     if (!r.ok) {
-      std::fclose(f);
-      std::remove(tmp.c_str());
       res.error = r.error;
       return res;
     }
     // Every process gets a name, so they stay told apart.
     for (const auto& [old_pid, name] : new_names[i]) {
       if (named.count(old_pid)) continue;
-      w.event("{\"cat\":\"__metadata\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid_map[i][old_pid]) +
-              ",\"tid\":0,\"ts\":0,\"ph\":\"M\",\"args\":{\"name\":" + json_escape(name) + "}}");
       res.events++;
+      if (!w.event("{\"cat\":\"__metadata\",\"name\":\"process_name\",\"pid\":" +
+                   std::to_string(pid_map[i][old_pid]) + ",\"tid\":0,\"ts\":0,\"ph\":\"M\",\"args\":{\"name\":" +
+                   json_escape(name) + "}}")) {
+        res.error = w.error();
+        return res;
+      }
     }
   }
-  w.close();
-  const bool write_ok = std::fflush(f) == 0 && !std::ferror(f);
-  if (std::fclose(f) != 0 || !write_ok) {
-    std::remove(tmp.c_str());
-    res.error = "cannot write '" + tmp + "': " + std::strerror(errno);
-    return res;
-  }
-  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    res.error = "cannot rename '" + tmp + "' to '" + output + "': " + std::strerror(errno);
-    std::remove(tmp.c_str());
+  if (!w.close() || !file->commit(&res.error)) {
+    if (res.error.empty()) res.error = w.error();
     return res;
   }
   for (size_t i = 0; i < paths.size(); ++i)

@@ -6,6 +6,7 @@
 
 #include <simdjson.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -192,6 +193,126 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// A strict JSON (RFC 8259) syntax check of one value that says where it
+// fails. Slower than simdjson's DOM parser, so it runs only on what that
+// parser refused: to name the first bad byte, and to accept what is valid
+// JSON but beyond simdjson (integers wider than 64 bits).
+class SyntaxCheck {
+ public:
+  SyntaxCheck(const char* p, size_t n) : p_(reinterpret_cast<const unsigned char*>(p)), n_(n) {}
+
+  // True if p[0, n) is one JSON value, optionally surrounded by whitespace.
+  // Otherwise where() is the offset of the first bad byte and what() says
+  // what was expected there.
+  bool ok() {
+    ws();
+    if (!value(0)) return false;
+    ws();
+    return i_ == n_ || fail("nothing after the value");
+  }
+  size_t where() const { return i_; }
+  const std::string& what() const { return what_; }
+
+ private:
+  static constexpr int kMaxDepth = 1024;  // simdjson's default
+
+  bool fail(const char* expected) {
+    what_ = std::string("expected ") + expected + ", found " + (i_ < n_ ? describe_byte(p_[i_]) : "end of input");
+    return false;
+  }
+  int peek() const { return i_ < n_ ? p_[i_] : -1; }
+  void ws() {
+    while (i_ < n_ && is_ws(char(p_[i_]))) ++i_;
+  }
+  bool digits() {
+    if (peek() < '0' || peek() > '9') return fail("a digit");
+    while (peek() >= '0' && peek() <= '9') ++i_;
+    return true;
+  }
+  bool literal(const char* word) {
+    for (const char* w = word; *w; ++w, ++i_)
+      if (peek() != *w) return fail(word);
+    return true;
+  }
+  bool number() {
+    if (peek() == '-') ++i_;
+    if (peek() == '0') ++i_;
+    else if (!digits()) return false;
+    if (peek() == '.' && (++i_, !digits())) return false;
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+  bool string() {
+    ++i_;  // the opening quote
+    for (;;) {
+      const int c = peek();
+      if (c < 0) return fail("'\"' closing the string");
+      if (c == '"') return ++i_, true;
+      if (c < 0x20) return fail("a character (control bytes must be escaped)");
+      if (c == '\\') {
+        ++i_;
+        const int e = peek();
+        if (e == 'u') {
+          ++i_;
+          for (int k = 0; k < 4; ++k, ++i_)
+            if (!std::isxdigit(peek())) return fail("4 hex digits after \\u");
+          continue;
+        }
+        if (e < 0 || !std::strchr("\"\\/bfnrt", e)) return fail("an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)");
+        ++i_;
+        continue;
+      }
+      if (c < 0x80) {
+        ++i_;
+        continue;
+      }
+      const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      if (i_ + len > n_ || !simdjson::validate_utf8(reinterpret_cast<const char*>(p_ + i_), len))
+        return fail("valid UTF-8");
+      i_ += len;
+    }
+  }
+  bool value(int depth) {
+    if (depth > kMaxDepth) return fail("less nesting (over 1024 levels)");
+    const int c = peek();
+    if (c == '"') return string();
+    if (c == '-' || (c >= '0' && c <= '9')) return number();
+    if (c == 't') return literal("true");
+    if (c == 'f') return literal("false");
+    if (c == 'n') return literal("null");
+    if (c != '{' && c != '[') return fail("a value");
+    const int close = c == '{' ? '}' : ']';
+    ++i_;
+    ws();
+    if (peek() == close) return ++i_, true;
+    for (;;) {
+      if (close == '}') {
+        if (peek() != '"') return fail("a member name");
+        if (!string()) return false;
+        ws();
+        if (peek() != ':') return fail("':'");
+        ++i_;
+        ws();
+      }
+      if (!value(depth + 1)) return false;
+      ws();
+      if (peek() == close) return ++i_, true;
+      if (peek() != ',') return fail(close == '}' ? "',' or '}'" : "',' or ']'");
+      ++i_;
+      ws();
+    }
+  }
+
+  const unsigned char* p_;
+  size_t n_;
+  size_t i_ = 0;
+  std::string what_;
+};
+
 class Reader {
  public:
   Reader(Input& in, const EventCallback& cb, const ReadOptions& opt, uint64_t total)
@@ -319,6 +440,8 @@ class Reader {
       size_t end = extent(pos);
       if (!end) return fail("unexpected end of file in a member name at byte " + std::to_string(offset(pos)));
       const bool is_events = std::string_view(in_.data() + pos, end - pos) == "\"traceEvents\"";
+      if (std::string what; !check_syntax(in_.data() + pos, end - pos, offset(pos), &what))
+        return fail("the member name at byte " + std::to_string(offset(pos)) + ": " + what);
       pos = end;
       if ((c = peek(pos)) != ':')
         return fail("expected ':' at byte " + std::to_string(offset(pos)) + ", found " + describe_byte(c));
@@ -337,6 +460,8 @@ class Reader {
         size_t vend = extent(pos);
         if (!vend)
           return fail("unexpected end of file in the value starting at byte " + std::to_string(start));
+        if (std::string what; !check_syntax(in_.data() + pos, vend - pos, start, &what))
+          return fail("the value at byte " + std::to_string(start) + ": " + what);
         pos = vend;
       }
       c = peek(pos);
@@ -420,7 +545,21 @@ class Reader {
     }
   }
 
+  // simdjson On-Demand checks only what it visits: a value it skips (an
+  // array inside "args", say) is not validated. The DOM parser checks every
+  // byte, UTF-8 included (`p` has the buffer's padding after `len`); what it
+  // refuses goes through SyntaxCheck, which names the byte.
+  bool check_syntax(const char* p, size_t len, uint64_t start, std::string* what) {
+    simdjson::dom::element ignored;
+    if (!dom_.parse(reinterpret_cast<const uint8_t*>(p), len, false).get(ignored)) return true;
+    SyntaxCheck check(p, len);
+    if (check.ok()) return true;
+    *what = "invalid JSON at byte " + std::to_string(start + check.where()) + ": " + check.what();
+    return false;
+  }
+
   bool parse_event(const char* p, size_t len, uint64_t start) {
+    if (std::string what; !check_syntax(p, len, start, &what)) return bad_event(start, what);
     Event& e = ev_;
     e = Event{};
     e.args.swap(args_buf_);
@@ -508,6 +647,7 @@ class Reader {
   const ReadOptions& opt_;
   uint64_t total_;
   od::parser parser_;
+  simdjson::dom::parser dom_;
   Event ev_;
   std::vector<Arg> args_buf_, extra_buf_;
   uint64_t index_ = 0;

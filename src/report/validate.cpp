@@ -76,6 +76,8 @@ class Validator {
         else
           it->second = e.ts;
       }
+      tracks_[{e.pid, e.tid}].push_back(
+          {e.ts, e.ts + e.dur, e.index, e.offset, is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)});
       complete(e, at);
     } else if (e.ph == "s" || e.ph == "f" || e.ph == "t") {
       need(e.has_pid, "pid");
@@ -116,7 +118,9 @@ class Validator {
       runs_[e.pid].push_back({e.ts, e.ts + e.dur, e.index, e.offset,
                               is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)});
     const bool node = e.cat == "Node";
-    if (node) nodes_.push_back({e.pid, {e.ts, e.ts + e.dur, e.index, e.offset, false}});
+    if (node)
+      nodes_.push_back(
+          {e.pid, {e.ts, e.ts + e.dur, e.index, e.offset, is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)}});
     if (has_corr) {
       HostRef h;
       h.name = strings_.intern(e.name);
@@ -160,8 +164,17 @@ class Validator {
       for (const std::string& m : track_order_) add("track-order", m);
     if (epprof_)
       for (const std::string& at : devices_without_corr_) add("correlation", at + ": device event has no correlation_id");
-    for (auto& [pid, v] : runs_)
+    check_overlaps();
+    // A node is inside a model_run when some run of its process starts
+    // before it and ends after it: with runs sorted by start and the running
+    // maximum of their ends, one binary search answers that for any number
+    // of concurrent runs (threads of a demo, parallel sessions).
+    std::map<int64_t, std::vector<double>> max_end;
+    for (auto& [pid, v] : runs_) {
       std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.ts < b.ts; });
+      auto& m = max_end[pid];
+      for (const Interval& r : v) m.push_back(m.empty() ? r.end : std::max(m.back(), r.end));
+    }
     for (const auto& [pid, n] : nodes_) {
       auto it = runs_.find(pid);
       const std::string at = where(n.index, n.offset);
@@ -170,13 +183,11 @@ class Validator {
         continue;
       }
       const auto& v = it->second;
-      auto pos = std::upper_bound(v.begin(), v.end(), n.ts + 1.0, [](double t, const Interval& r) { return t < r.ts; });
-      bool inside = false;
-      for (int back = 0; pos != v.begin() && back < 8 && !inside; ++back) {
-        --pos;
-        const double tol = pos->integer ? 1.0 : 2e-3;
-        inside = n.ts >= pos->ts - tol && n.end <= pos->end + tol;
-      }
+      const double tol = n.integer ? 1.0 : 2e-3;  // integer µs round each side
+      const size_t started = size_t(
+          std::upper_bound(v.begin(), v.end(), n.ts + tol, [](double t, const Interval& r) { return t < r.ts; }) -
+          v.begin());
+      const bool inside = started > 0 && max_end[pid][started - 1] >= n.end - tol;
       if (!inside) add("nesting", at + ": node event [" + std::to_string(n.ts) + ", " + std::to_string(n.end) +
                                       "] us is not inside any model_run of process " + std::to_string(pid));
     }
@@ -190,6 +201,35 @@ class Validator {
   ValidateResult r_;
 
  private:
+  // Slices of one track must nest: a slice that starts inside another and
+  // ends after it is drawn wrongly by every viewer. Sorted by start (the
+  // longer first on a tie), each slice is checked against the innermost
+  // open one.
+  void check_overlaps() {
+    std::vector<const Interval*> open;
+    for (auto& [track, v] : tracks_) {
+      std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+        return a.ts != b.ts ? a.ts < b.ts : a.end > b.end;
+      });
+      open.clear();
+      for (const Interval& cur : v) {
+        const double tol = cur.integer ? 1.0 : 2e-3;  // integer µs round each side
+        while (!open.empty() && open.back()->end <= cur.ts + tol) open.pop_back();
+        if (!open.empty() && cur.end > open.back()->end + tol) {
+          const Interval& o = *open.back();
+          add("overlap", where(cur.index, cur.offset) + " [" + std::to_string(cur.ts) + ", " + std::to_string(cur.end) +
+                             "] us starts inside " + where(o.index, o.offset) + " [" + std::to_string(o.ts) + ", " +
+                             std::to_string(o.end) + "] us on track pid " + std::to_string(track.first) + " tid " +
+                             std::to_string(track.second) + " and ends after it");
+          continue;  // keep the first one open: one report per offender
+        }
+        open.push_back(&cur);
+      }
+      v.clear();
+      v.shrink_to_fit();
+    }
+  }
+
   static uint64_t key(int64_t pid, uint64_t corr) { return corr * 0x9E3779B97F4A7C15ull ^ uint64_t(pid); }
 
   size_t max_;
@@ -201,6 +241,7 @@ class Validator {
   std::vector<std::string> devices_without_corr_;
   std::vector<std::string> track_order_;
   std::map<int64_t, std::vector<Interval>> runs_;
+  std::map<std::pair<int64_t, int64_t>, std::vector<Interval>> tracks_;  // complete events per (pid, tid)
   std::vector<std::pair<int64_t, Interval>> nodes_;
   std::map<std::string, uint64_t> flow_starts_, flow_ends_;
 };

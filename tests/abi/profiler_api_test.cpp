@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "support/test_util.h"
@@ -502,6 +505,36 @@ TEST(ProfilerTrace, HostileNamesAndArgsYieldValidJson) {
     EXPECT_TRUE(std::find(seen.begin(), seen.end(), names[i]) != seen.end()) << "name " << i;
   EXPECT_TRUE(std::find(seen.begin(), seen.end(), "bad \xef\xbf\xbd byte") != seen.end())
       << "invalid UTF-8 must become U+FFFD";
+}
+
+// Issue 15, item 8: an ONNX node name may hold NUL bytes; epprof_intern cut
+// it at the first one, so "<name>_kernel_time" lost its suffix.
+TEST(ProfilerTrace, NamesWithNulKeepTheirLengthAndAreEscaped) {
+  TempDir dir;
+  std::string path = dir.file("nul.json");
+  auto c = config_for(path);
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const std::string name("conv\0one_kernel_time", 20);
+  epprof_name_id id = 0, plain = 0;
+  EPPROF_ASSERT_OK(epprof_intern_n(name.data(), name.size(), &id));
+  EPPROF_ASSERT_OK(epprof_intern("conv", &plain));
+  EXPECT_NE(id, plain) << "the name was cut at its NUL";
+  epprof_name_id empty = 0;
+  EPPROF_EXPECT_OK(epprof_intern_n(nullptr, 0, &empty));
+  EXPECT_EQ(take(epprof_intern_n(nullptr, 1, &empty)).code, EPPROF_INVALID_ARGUMENT);
+  const uint64_t corr = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, id, corr));
+  EPPROF_ASSERT_OK(epprof_event_end(p, corr, nullptr, 0));
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  std::ifstream f(path);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"conv\\u0000one_kernel_time\""), std::string::npos) << text;
+  bool found = false;
+  for (const auto& e : read_trace(path)) found = found || (e.cat == "Node" && e.name == name);
+  EXPECT_TRUE(found) << "no Node event named with all 20 bytes";
 }
 
 std::vector<std::string> g_log;

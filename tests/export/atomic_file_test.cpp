@@ -1,7 +1,11 @@
 #include "export/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,9 +35,10 @@ struct TempDir {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
-  std::vector<std::string> entries() const {
+  std::vector<std::string> entries() const { return list(path); }
+  static std::vector<std::string> list(const std::string& dir) {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -59,13 +64,9 @@ TEST(AtomicFile, CommitPublishesContent) {
   ASSERT_GE(file->fd(), 0);
   write_all(file->fd(), "[{\"cat\":\"Session\"}]\n");
 
-  // Before commit only the hidden temporary exists, next to the target.
-  const auto before = dir.entries();
-  ASSERT_EQ(before.size(), 1u);
-  EXPECT_EQ(before[0].rfind(".trace.json.tmp.", 0), 0u) << before[0];
-  EXPECT_EQ(before[0].size(), std::string(".trace.json.tmp.XXXXXX").size());
-  EXPECT_EQ(dir.path + "/" + before[0], file->temp_path());
-  EXPECT_FALSE(fs::exists(final_path));
+  // Before commit the temporary has no name: nothing is visible.
+  EXPECT_TRUE(dir.entries().empty());
+  EXPECT_EQ(file->target_path(), final_path);
 
   ASSERT_TRUE(file->commit(&error)) << error;
   EXPECT_EQ(file->fd(), -1);
@@ -98,19 +99,22 @@ TEST(AtomicFile, DestroyWithoutCommitLeavesNothing) {
     auto file = AtomicFile::create(dir.path + "/trace.json", nullptr);
     ASSERT_NE(file, nullptr);
     write_all(file->fd(), "partial trace");
-    EXPECT_EQ(dir.entries().size(), 1u);
   }
   EXPECT_TRUE(dir.entries().empty());
 }
 
-TEST(AtomicFile, ConcurrentFilesGetDistinctTemporaries) {
+TEST(AtomicFile, ConcurrentFilesToOnePathLastCommitWins) {
   TempDir dir;
   auto a = AtomicFile::create(dir.path + "/trace.json", nullptr);
   auto b = AtomicFile::create(dir.path + "/trace.json", nullptr);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_NE(a->temp_path(), b->temp_path());
-  EXPECT_EQ(dir.entries().size(), 2u);
+  write_all(a->fd(), "a");
+  write_all(b->fd(), "b");
+  ASSERT_TRUE(a->commit(nullptr));
+  ASSERT_TRUE(b->commit(nullptr));
+  EXPECT_EQ(read_file(dir.path + "/trace.json"), "b");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"trace.json"});
 }
 
 TEST(AtomicFile, NonexistentDirectoryFails) {
@@ -141,7 +145,7 @@ TEST(AtomicFile, FinalPathThatIsADirectoryFailsAtCreate) {
   std::string error;
   EXPECT_EQ(AtomicFile::create(dir.path, &error), nullptr);
   EXPECT_NE(error.find(dir.path), std::string::npos) << error;
-  EXPECT_NE(error.find(std::strerror(EISDIR)), std::string::npos) << error;
+  EXPECT_NE(error.find("it is a directory"), std::string::npos) << error;
   EXPECT_EQ(AtomicFile::create(dir.path + "/", &error), nullptr);
   EXPECT_NE(error.find(dir.path), std::string::npos) << error;
 }
@@ -169,6 +173,132 @@ TEST(AtomicFile, RelativePathUsesCurrentDirectory) {
   ASSERT_EQ(chdir(cwd), 0);
   EXPECT_TRUE(committed);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"trace.json"});
+}
+
+
+// Output-path rules (issue 15, item 1). Each of these replaced the special
+// file, or the link itself, before the rules existed.
+
+TEST(OutputPath, SymlinkIsFollowedAndItsTargetReplacedInItsDirectory) {
+  TempDir dir;
+  ASSERT_EQ(mkdir((dir.path + "/real").c_str(), 0755), 0);
+  std::ofstream(dir.path + "/real/trace.json") << "old";
+  ASSERT_EQ(symlink("real/trace.json", (dir.path + "/link.json").c_str()), 0);
+  auto file = AtomicFile::create(dir.path + "/link.json", nullptr);
+  ASSERT_NE(file, nullptr);
+  EXPECT_EQ(file->target_path(), dir.path + "/real/trace.json");
+  write_all(file->fd(), "new");
+  ASSERT_TRUE(file->commit(nullptr));
+  struct stat st;
+  ASSERT_EQ(lstat((dir.path + "/link.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the symlink itself was replaced";
+  EXPECT_EQ(read_file(dir.path + "/real/trace.json"), "new");
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"link.json", "real"}));
+  EXPECT_EQ(TempDir::list(dir.path + "/real"), std::vector<std::string>{"trace.json"});
+}
+
+TEST(OutputPath, DanglingSymlinkCreatesItsTarget) {
+  TempDir dir;
+  ASSERT_EQ(symlink((dir.path + "/target.json").c_str(), (dir.path + "/link.json").c_str()), 0);
+  auto file = AtomicFile::create(dir.path + "/link.json", nullptr);
+  ASSERT_NE(file, nullptr);
+  write_all(file->fd(), "x");
+  ASSERT_TRUE(file->commit(nullptr));
+  EXPECT_EQ(read_file(dir.path + "/target.json"), "x");
+}
+
+TEST(OutputPath, SymlinkLoopIsRefused) {
+  TempDir dir;
+  ASSERT_EQ(symlink("b", (dir.path + "/a").c_str()), 0);
+  ASSERT_EQ(symlink("a", (dir.path + "/b").c_str()), 0);
+  std::string error;
+  EXPECT_EQ(AtomicFile::create(dir.path + "/a", &error), nullptr);
+  EXPECT_NE(error.find(std::strerror(ELOOP)), std::string::npos) << error;
+}
+
+TEST(OutputPath, FifoIsRefused) {
+  TempDir dir;
+  const std::string fifo = dir.path + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  std::string error;
+  EXPECT_EQ(AtomicFile::create(fifo, &error), nullptr);
+  EXPECT_NE(error.find("'" + fifo + "'"), std::string::npos) << error;
+  EXPECT_NE(error.find("it is a FIFO"), std::string::npos) << error;
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"fifo"});
+}
+
+TEST(OutputPath, SymlinkToFifoIsRefused) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir.path + "/fifo").c_str(), 0644), 0);
+  ASSERT_EQ(symlink("fifo", (dir.path + "/link").c_str()), 0);
+  std::string error;
+  EXPECT_EQ(AtomicFile::create(dir.path + "/link", &error), nullptr);
+  EXPECT_NE(error.find("a symlink to"), std::string::npos) << error;
+  EXPECT_NE(error.find("it is a FIFO"), std::string::npos) << error;
+}
+
+TEST(OutputPath, SocketIsRefused) {
+  TempDir dir;
+  const std::string path = dir.path + "/sock";
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  std::string error;
+  EXPECT_EQ(AtomicFile::create(path, &error), nullptr);
+  close(fd);
+  EXPECT_NE(error.find("it is a socket"), std::string::npos) << error;
+}
+
+TEST(OutputPath, DeviceNodeIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "mknod of a device node needs root";
+  TempDir dir;
+  const std::string dev = dir.path + "/null";
+  ASSERT_EQ(mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << std::strerror(errno);
+  std::string error;
+  EXPECT_EQ(AtomicFile::create(dev, &error), nullptr);
+  EXPECT_NE(error.find("it is a character device"), std::string::npos) << error;
+  struct stat st;
+  ASSERT_EQ(lstat(dev.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced";
+}
+
+TEST(OutputPath, AnInputOfTheCommandIsRefused) {
+  TempDir dir;
+  const std::string model = dir.path + "/m.onnx";
+  std::ofstream(model) << "model bytes";
+  ASSERT_EQ(link(model.c_str(), (dir.path + "/hard.onnx").c_str()), 0);
+  ASSERT_EQ(symlink("m.onnx", (dir.path + "/soft.onnx").c_str()), 0);
+  for (const std::string out : {model, dir.path + "/hard.onnx", dir.path + "/soft.onnx", dir.path + "/./m.onnx"}) {
+    std::string error;
+    EXPECT_EQ(AtomicFile::create(out, &error, {dir.path + "/other", model}), nullptr) << out;
+    EXPECT_NE(error.find("it is the input '" + model + "'"), std::string::npos) << error;
+  }
+  EXPECT_EQ(read_file(model), "model bytes");
+  // Another path is fine, and so is an input that does not exist.
+  EXPECT_TRUE(check_output_path(dir.path + "/trace.json", {model, dir.path + "/missing"}, nullptr, nullptr));
+}
+
+TEST(OutputPath, KilledWriterLeavesNothing) {
+  TempDir dir;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto file = AtomicFile::create(dir.path + "/trace.json", nullptr);
+    if (file) (void)!write(file->fd(), "partial", 7);
+    raise(SIGKILL);
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(dir.entries().empty());
 }
 
 }  // namespace

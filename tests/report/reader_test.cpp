@@ -7,6 +7,7 @@
 
 #include "report/reader.h"
 #include "report/trace_model.h"
+#include "report/validate.h"
 
 namespace epprof::report {
 namespace {
@@ -164,6 +165,68 @@ TEST(TraceModel, SkipAndMaxRunsChooseTheMeasuredRuns) {
   EXPECT_EQ(measured(1, -1), (std::vector<int>{1, 2, 3, 4}));
   EXPECT_EQ(measured(1, 2), (std::vector<int>{1, 2}));
   EXPECT_EQ(measured(4, 3), (std::vector<int>{4}));
+}
+
+// Issue 15, item 6: simdjson On-Demand skipped values it did not visit, so
+// corruption inside "args" (or any value the reader keeps raw) was read as
+// valid. Every byte is now checked.
+TEST(Reader, MalformedJsonAnywhereInAnEventIsAnError) {
+  const std::string head = R"([{"cat":"Session","name":"ok","ph":"X","pid":1,"tid":1,"ts":0,"dur":1},)";
+  const std::vector<std::string> bad = {
+      R"({"cat":"Node","name":"n","ph":"X","args":{"input_type_shape":[{"float">[32]}]}})",
+      R"({"cat":"Node","name":"n","ph":"X","args":{"x":{"a":1,}}})",
+      R"({"cat":"Node","name":"n","ph":"X","args":{"x":[1 2]}})",
+      R"({"cat":"Node","name":"n","ph":"X","extra":{"a":tru}})",
+      R"({"cat":"Node","name":"n","ph":"X","args":{"x":"bad utf8 )" "\xff" R"("}})",
+      R"({"cat":"Node","name":"n","ph":"X","args":{"x":"ctl )" "\x01" R"("}})",
+  };
+  for (const std::string& ev : bad) {
+    ReadResult r;
+    names(head + ev + "]", &r);
+    EXPECT_FALSE(r.ok) << ev;
+    EXPECT_NE(r.error.find("event #1 at byte " + std::to_string(head.size())), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("invalid JSON"), std::string::npos) << r.error;
+  }
+  // A value the object form skips is checked too.
+  ReadResult r;
+  names(R"({"otherData":{"x":[1,]},"traceEvents":[]})", &r);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("at byte 13"), std::string::npos) << r.error;
+}
+
+// Issue 15, item 7: slices of one track that overlap without nesting.
+TEST(Validate, PartialOverlapOnOneTrackIsAViolation) {
+  auto x = [](const char* name, int tid, const char* ts, const char* dur) {
+    return std::string(R"({"cat":"Kernel","name":")") + name + R"(","ph":"X","pid":1,"tid":)" + std::to_string(tid) +
+           R"(,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{}})";
+  };
+  // Written out of time order (as ONNX Runtime writes): still found.
+  ValidateResult r = validate_trace_buffer("[" + x("b", 0, "15", "10") + "," + x("a", 0, "10", "10") + "]");
+  EXPECT_EQ(r.counts["overlap"], 1u);
+  // Nested, adjacent, equal, on other tracks, or within integer rounding: fine.
+  r = validate_trace_buffer("[" + x("p", 0, "10", "10") + "," + x("c", 0, "12", "3") + "," + x("d", 0, "20", "5") +
+                            "," + x("e", 0, "20", "5") + "," + x("f", 1, "11", "30") + "," + x("g", 0, "24", "2") +
+                            "]");
+  EXPECT_EQ(r.counts.count("overlap"), 0u) << (r.violations.empty() ? "" : r.violations[0].message);
+  // Fractional microseconds get no rounding slack.
+  r = validate_trace_buffer("[" + x("a", 0, "10.0", "10.0") + "," + x("b", 0, "19.5", "1.0") + "]");
+  EXPECT_EQ(r.counts["overlap"], 1u);
+}
+
+// Issue 15, item 7: `epprof demo`'s trace failed validate with "nesting"
+// violations: a node was checked only against the 8 runs that started last,
+// and a preempted thread's run started longer ago than that.
+TEST(Validate, ANodeInsideALongRunStartedBeforeManyOthersNests) {
+  auto x = [](const char* cat, const char* name, int tid, int ts, int dur) {
+    return std::string(R"({"cat":")") + cat + R"(","name":")" + name + R"(","ph":"X","pid":1,"tid":)" +
+           std::to_string(tid) + R"(,"ts":)" + std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) +
+           R"(,"args":{}})";
+  };
+  std::string t = "[" + x("Session", "model_run", 0, 0, 1000);  // the preempted thread's run
+  for (int i = 0; i < 20; ++i) t += "," + x("Session", "model_run", 1, 10 + 10 * i, 5);
+  t += "," + x("Node", "late node", 0, 900, 50) + "]";
+  const ValidateResult r = validate_trace_buffer(t);
+  EXPECT_EQ(r.total(), 0u) << (r.violations.empty() ? "" : r.violations[0].message);
 }
 
 TEST(Reader, MissingFileIsAnError) {

@@ -36,4 +36,20 @@ bool parse_int(const char* text, int64_t min, int64_t max, int64_t* out);
 // The directory holding this executable ("" if unknown).
 std::string executable_dir();
 
+// SIGINT, SIGTERM and SIGHUP for the commands that run long. Files are
+// written through exporter::AtomicFile, whose temporaries have no name until
+// committed, so exiting at once never leaves one behind.
+//  - kStopAtOnce (report, diff, validate, merge): the first signal exits
+//    with 128 + signal.
+//  - kFinishCurrentWork (run): the first signal is recorded and returned by
+//    pending_signal(); the command finishes its current unit of work, writes
+//    what completed and exits with signal_exit_code(). A second signal exits
+//    at once with 128 + signal.
+// A signal ignored when the process started (e.g. SIGINT of a background
+// job) stays ignored.
+enum class SignalMode { kStopAtOnce, kFinishCurrentWork };
+void install_signal_handlers(SignalMode mode);
+int pending_signal();  // 0 if none
+inline int signal_exit_code(int sig) { return 128 + sig; }
+
 }  // namespace epprof::cli

@@ -1,4 +1,5 @@
 // Small helpers shared by the subcommands.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,5 +34,32 @@ std::string executable_dir() {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
+
+namespace {
+
+volatile sig_atomic_t g_pending_signal = 0;
+volatile sig_atomic_t g_finish_current_work = 0;
+
+void on_signal(int sig) {
+  if (!g_finish_current_work || g_pending_signal != 0) _exit(signal_exit_code(sig));
+  g_pending_signal = sig;
+}
+
+}  // namespace
+
+void install_signal_handlers(SignalMode mode) {
+  g_finish_current_work = mode == SignalMode::kFinishCurrentWork;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // the work goes on after the first signal
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+int pending_signal() { return g_pending_signal; }
 
 }  // namespace epprof::cli

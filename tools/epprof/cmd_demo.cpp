@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "epprof/epprof.h"
+#include "export/atomic_file.h"
 
 namespace epprof::cli {
 namespace {
@@ -203,6 +204,12 @@ bool run_worker(epprof_profiler_t prof, const Names& names, int index, int64_t e
 
 int demo(const Options& opt) {
   const std::string plugin_path = opt.plugin.empty() ? default_plugin_path() : opt.plugin;
+  // libepprof applies the other output rules; only the command knows its input.
+  std::string path_error;
+  if (!exporter::check_output_path(opt.output, {plugin_path}, nullptr, &path_error)) {
+    std::fprintf(stderr, "epprof demo: %s\n", path_error.c_str());
+    return kExitError;
+  }
   Names names;
   if (!ok(epprof_set_thread_name("main"), "set_thread_name") || !intern_names(&names))
     return kExitError;

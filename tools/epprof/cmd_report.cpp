@@ -1,11 +1,14 @@
 // `epprof report TRACE`: summary tables of an epprof trace or an ONNX
 // Runtime profile, as text, CSV, JSON or a self-contained HTML page.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "cli.h"
+#include "export/atomic_file.h"
 #include "report/format.h"
 #include "report/report.h"
 #include "report/trace_model.h"
@@ -43,7 +46,8 @@ void print_help() {
       "  --top N            only the N rows with the largest total (default: all)\n"
       "  --skip-runs N      leave out the first N model_runs of each process\n"
       "                     (default: the trace's warm-up count, 0 if none)\n"
-      "  -o, --output PATH  write to PATH instead of standard output\n"
+      "  -o, --output PATH  write to PATH instead of standard output; a regular file\n"
+      "                     there is replaced once the output is complete\n"
       "  -h, --help         show this help\n"
       "\n"
       "Progress is shown on stderr for traces that take over a second, when\n"
@@ -97,8 +101,15 @@ int run_report(int argc, char** argv) {
   }
   if (o.trace.empty()) return usage_error(kCommand, "no trace given");
 
-  report::Trace trace;
+  // Opened first, so that a bad output path is refused before the trace is
+  // read; the file appears only once it is complete.
   std::string error;
+  std::unique_ptr<exporter::AtomicFile> file;
+  if (!o.output.empty() && !(file = exporter::AtomicFile::create(o.output, &error, {o.trace}))) {
+    std::fprintf(stderr, "epprof report: %s\n", error.c_str());
+    return kExitError;
+  }
+  report::Trace trace;
   {
     TraceProgress progress("reading " + o.trace);
     report::LoadOptions lo;
@@ -121,18 +132,15 @@ int run_report(int argc, char** argv) {
   else
     report::write_report(rep, o.format, &out);
 
-  FILE* f = o.output.empty() ? stdout : std::fopen(o.output.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "epprof report: cannot create '%s': %s\n", o.output.c_str(), std::strerror(errno));
-    return kExitError;
+  if (file) {
+    if (!file->write(out, &error) || !file->commit(&error)) {
+      std::fprintf(stderr, "epprof report: %s\n", error.c_str());
+      return kExitError;
+    }
+    return kExitOk;
   }
-  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size() && std::fflush(f) == 0;
-  if (f != stdout && std::fclose(f) != 0) {
-    std::fprintf(stderr, "epprof report: cannot write '%s'\n", o.output.c_str());
-    return kExitError;
-  }
-  if (!ok) {
-    std::fprintf(stderr, "epprof report: write error\n");
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "epprof report: cannot write to standard output: %s\n", std::strerror(errno));
     return kExitError;
   }
   return kExitOk;

@@ -2,9 +2,12 @@
 // runtime, runs it on the chosen execution providers with libepprof
 // profiling the session (and, if asked, each run), writes the trace and
 // prints a per-op table read back from it.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +25,7 @@
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
+#include "export/atomic_file.h"
 #include "op_table.h"
 #include "run_counters.h"
 
@@ -82,8 +86,19 @@ void print_help() {
       "  --integer-timestamps write ts/dur as integer microseconds, as ONNX Runtime does\n"
       "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
+      "                       ('/' in a name becomes '_'); not when the runs stop early\n"
       "  --no-table           do not print the per-op table\n%s"
       "  -h, --help           show this help\n"
+      "\n"
+      "Output files: a regular file at an output path is replaced once complete; a\n"
+      "symlink is followed; a directory, device, FIFO or socket, or a file the\n"
+      "command reads (the model, --input, --plugin), is refused.\n"
+      "\n"
+      "SIGINT, SIGTERM or SIGHUP: the current run finishes, the trace of the runs\n"
+      "that completed is written (metadata \"interrupted\", \"runs_completed\") and\n"
+      "the exit status is 128 + the signal; a second signal stops at once. A run\n"
+      "that fails also ends the runs: the trace holds those before it (metadata\n"
+      "\"failed\"), the failed run has no per-run trace, and the exit status is 1.\n"
       "\n"
       "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
       "message names the problem), 2 for a bad command line.\n",
@@ -327,18 +342,58 @@ std::vector<std::shared_ptr<rt::ExecutionProvider>> make_eps(const std::vector<s
   return eps;
 }
 
-void save_outputs(const std::string& dir, const rt::Session& session, const std::vector<rt::Tensor>& outputs) {
+// Every file the command reads: no output may be one of them.
+std::vector<std::string> input_paths(const Options& o, const std::string& model) {
+  std::vector<std::string> in = {model};
+  for (const auto& [name, path] : o.inputs) in.push_back(path);
+  for (const auto& path : o.plugins) in.push_back(path);
+  for (const auto& ep : o.eps)
+    if (ep.find('/') != std::string::npos || ep.find(".so") != std::string::npos) in.push_back(ep);
+  return in;
+}
+
+// A graph output's name as a file name in --save-outputs DIR: '/' and NUL
+// become '_' and "." or ".." get a leading '_', so that no name reaches
+// outside DIR.
+std::string output_file_name(const std::string& name) {
+  std::string f = name.empty() ? "_" : name;
+  for (char& c : f)
+    if (c == '/' || c == '\0') c = '_';
+  if (f == "." || f == "..") f = "_" + f;
+  return f + ".pb";
+}
+
+void save_outputs(const std::string& dir, const std::vector<std::string>& inputs, const rt::Session& session,
+                  const std::vector<rt::Tensor>& outputs) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw rt::Error(rt::ErrorKind::Io, "cannot create '" + dir + "': " + std::strerror(errno));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = session.outputs()[i].name;
-    rt::write_tensor_file(dir + "/" + name + ".pb", outputs[i], name);
+    std::string error;
+    auto file = exporter::AtomicFile::create(dir + "/" + output_file_name(name), &error, inputs);
+    if (!file || !file->write(rt::serialize_tensor_proto(outputs[i], name), &error) || !file->commit(&error))
+      throw rt::Error(rt::ErrorKind::Io, "--save-outputs: " + error);
+  }
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal";
   }
 }
 
 int execute(const Options& o) {
   const std::string model = o.model.empty() ? default_model() : o.model;
   const std::string output = o.output.empty() ? "epprof_" + basename_no_ext(model) + ".json" : o.output;
+  const std::vector<std::string> inputs = input_paths(o, model);
+  // Up front: libepprof applies the other output rules when it creates the
+  // trace, but only the command knows its inputs.
+  std::string path_error;
+  if (o.profile && !exporter::check_output_path(output, inputs, nullptr, &path_error))
+    throw rt::Error(rt::ErrorKind::Io, path_error);
   rt::SessionOptions so;
   so.providers = make_eps(o.eps);
   so.executor = o.executor;
@@ -366,68 +421,104 @@ int execute(const Options& o) {
     so.observer = counters->observer();
   }
   rt::Session session(model, so);
-  const auto inputs = make_inputs(session, o);
+  const auto inputs_data = make_inputs(session, o);
 
   // APPLICATION replay (--counters) runs the whole workload (warm-up and
   // measured runs) once per pass; the per-op time table covers the first.
+  // A first SIGINT/SIGTERM/SIGHUP, or a run that fails, ends the loop after
+  // the runs that completed; their trace is still written, marked in its
+  // metadata.
+  install_signal_handlers(SignalMode::kFinishCurrentWork);
   const int per_pass = o.warmup + o.runs, passes = counters ? counters->workload_passes() : 1;
   std::vector<rt::Tensor> outputs;
   std::vector<std::string> run_traces;
+  std::string run_error;
+  int completed = 0;
+  bool pass_open = false;
   Progress progress(passes * per_pass);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int k = 0; k < passes * per_pass; ++k) {
+  for (int k = 0; k < passes * per_pass && !pending_signal(); ++k) {
     const int pass = k / per_pass, r = k % per_pass;
-    if (counters && r == 0) counters->begin_pass(pass);
+    if (counters && r == 0) counters->begin_pass(pass), pass_open = true;
     rt::RunOptions ro;
     std::unique_ptr<rt::ProfilingObserver> run_profiler;
     if (o.run_profiling) {
       rt::ProfilingOptions po;
       po.trace_path = run_trace_path(output, pass, r + 1);
+      if (!exporter::check_output_path(po.trace_path, inputs, nullptr, &path_error))
+        throw rt::Error(rt::ErrorKind::Io, path_error);
       po.scope_name = (pass ? "pass " + std::to_string(pass + 1) + " " : std::string()) + "run " + std::to_string(r + 1);
       po.plugins = plugins;
       po.integer_timestamps = o.integer_timestamps;
       run_profiler = std::make_unique<rt::ProfilingObserver>(po);
       ro.observer = run_profiler.get();
     }
-    outputs = session.run(inputs, ro);
+    try {
+      outputs = session.run(inputs_data, ro);
+    } catch (const rt::Error& e) {
+      // The failed run's own trace is not written (its observer goes
+      // without finish()); the session's holds the runs before it.
+      run_error = "run " + std::to_string(k + 1) + " failed: " + e.what();
+      break;
+    }
     if (run_profiler) {
       run_profiler->finish();
       run_traces.push_back(run_profiler->trace_path());
     }
+    ++completed;
     progress.update(k + 1);
-    if (counters && r + 1 == per_pass) counters->end_pass();
+    if (counters && r + 1 == per_pass) counters->end_pass(), pass_open = false;
   }
+  const int sig = pending_signal();
+  const bool stopped = sig != 0 || !run_error.empty();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!o.save_outputs.empty()) save_outputs(o.save_outputs, session, outputs);
+  if (!o.save_outputs.empty() && !stopped) save_outputs(o.save_outputs, inputs, session, outputs);
 
   std::string eps;
   for (const auto& ep : o.eps) eps += (eps.empty() ? "" : ",") + ep;
   std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
               session.executor_name(), eps.c_str());
-  std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
-              passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "",
-              wall_ms / double(passes * per_pass));
+  if (completed > 0)
+    std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
+                passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "", wall_ms / double(completed));
+  if (stopped)
+    std::printf("stopped after %d of %d runs: %s\n", completed, passes * per_pass,
+                sig ? (std::string("interrupted by ") + signal_name(sig)).c_str() : run_error.c_str());
   if (counters) {
+    if (pass_open) counters->end_pass();
     counters->finish();
-    counters->print(stdout, o.warmup, per_pass);
+    if (!stopped) counters->print(stdout, o.warmup, per_pass);
   }
-  if (!session_profiler) return kExitOk;
-
-  const epprof_trace_stats stats = session_profiler->finish();
-  if (o.table) {
-    std::string error;
-    if (!print_op_table(output, o.warmup, o.runs, stdout, &error)) {
-      std::fprintf(stderr, "epprof run: %s\n", error.c_str());
-      return kExitError;
+  if (session_profiler) {
+    if (stopped) {
+      const std::pair<const char*, std::string> marks[] = {
+          {sig ? "interrupted" : "failed", sig ? signal_name(sig) : run_error},
+          {"runs_completed", std::to_string(completed)}};
+      for (const auto& [key, value] : marks)
+        if (epprof_status* st = epprof_profiler_set_metadata(session_profiler->profiler(), key, value.c_str()))
+          epprof_status_release(st);
     }
+    const epprof_trace_stats stats = session_profiler->finish();
+    const int measured = std::min(o.runs, std::max(completed - o.warmup, 0));
+    if (o.table && measured > 0) {
+      std::string error;
+      if (!print_op_table(output, o.warmup, measured, stdout, &error)) {
+        std::fprintf(stderr, "epprof run: %s\n", error.c_str());
+        return kExitError;
+      }
+    }
+    std::printf("trace: %s (%llu host events, %llu device events, %llu dropped)\n", output.c_str(),
+                static_cast<unsigned long long>(stats.host_events),
+                static_cast<unsigned long long>(stats.device_events),
+                static_cast<unsigned long long>(stats.dropped_events));
+    if (!run_traces.empty())
+      std::printf("run traces: %s ... %s\n", run_traces.front().c_str(), run_traces.back().c_str());
   }
-  std::printf("trace: %s (%llu host events, %llu device events, %llu dropped)\n", output.c_str(),
-              static_cast<unsigned long long>(stats.host_events),
-              static_cast<unsigned long long>(stats.device_events),
-              static_cast<unsigned long long>(stats.dropped_events));
-  if (!run_traces.empty())
-    std::printf("run traces: %s ... %s\n", run_traces.front().c_str(), run_traces.back().c_str());
-  return kExitOk;
+  if (!run_error.empty()) {
+    std::fprintf(stderr, "epprof run: %s\n", run_error.c_str());
+    return kExitError;
+  }
+  return sig ? signal_exit_code(sig) : kExitOk;
 }
 
 }  // namespace

@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
     std::printf("epprof %s\n", epprof_version());
     return epprof::cli::kExitOk;
   }
+  // `run` asks for kFinishCurrentWork itself; every other command stops at once.
+  epprof::cli::install_signal_handlers(epprof::cli::SignalMode::kStopAtOnce);
   for (const Command& c : kCommands) {
     if (std::strcmp(name, c.name) == 0) return c.run(argc - 1, argv + 1);
   }
