@@ -11,9 +11,10 @@
 namespace epprof::rt {
 namespace {
 
-epprof_name_id intern(const char* s) {
+// Names are byte strings: a node name may hold NUL bytes, and keeps them.
+epprof_name_id intern(const std::string& s) {
   epprof_name_id id = 0;
-  epprof_status_release(epprof_intern(s, &id));
+  epprof_status_release(epprof_intern_n(s.data(), s.size(), &id));
   return id;
 }
 
@@ -180,8 +181,8 @@ struct ProfilingObserver::NodeCache {
   }
 
   [[gnu::noinline]] const Names& names_slow(HotNode& hot, const NodeInfo& info) {
-    const Names fresh{&info.node, intern((info.node.name + "_kernel_time").c_str()), intern(info.node.op_type.c_str()),
-                      intern(info.provider.c_str())};
+    const Names fresh{&info.node, intern(info.node.name + "_kernel_time"), intern(info.node.op_type),
+                      intern(info.provider)};
     std::lock_guard<std::mutex> lock(mu);
     if (!hot.owner.load(std::memory_order_relaxed)) {
       names = fresh;

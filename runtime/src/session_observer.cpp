@@ -29,7 +29,7 @@ constexpr size_t kMaxRequests = 8;
 
 epprof_name_id intern(const std::string& s) {
   epprof_name_id id = 0;
-  epprof_status_release(epprof_intern(s.c_str(), &id));
+  epprof_status_release(epprof_intern_n(s.data(), s.size(), &id));  // names may hold NUL bytes
   return id;
 }
 

@@ -275,7 +275,7 @@ TEST(OutputPath, AnInputOfTheCommandIsRefused) {
   std::ofstream(model) << "model bytes";
   ASSERT_EQ(link(model.c_str(), (dir.path + "/hard.onnx").c_str()), 0);
   ASSERT_EQ(symlink("m.onnx", (dir.path + "/soft.onnx").c_str()), 0);
-  for (const std::string out : {model, dir.path + "/hard.onnx", dir.path + "/soft.onnx", dir.path + "/./m.onnx"}) {
+  for (const std::string& out : {model, dir.path + "/hard.onnx", dir.path + "/soft.onnx", dir.path + "/./m.onnx"}) {
     std::string error;
     EXPECT_EQ(AtomicFile::create(out, &error, {dir.path + "/other", model}), nullptr) << out;
     EXPECT_NE(error.find("it is the input '" + model + "'"), std::string::npos) << error;

@@ -207,4 +207,19 @@ TEST(ProfilingShapes, NodeEventsReportTheShapesOfTheirOwnRun) {
             (std::vector<std::string>{"[{\"float\":[3,2]}]", "[{\"float\":[3,2]}]", "[{\"float\":[6,1]}]"}));
 }
 
+// Names are byte strings: a node name with a NUL byte keeps every byte in
+// its node event's name (escaped in the JSON), not the part before the NUL.
+TEST(ProfilingShapes, NodeNamesKeepEmbeddedNulBytes) {
+  epprof::testing::TempDir dir;
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_node(m, "Relu", std::string("re\0lu", 5), {"x"}, {"y"});
+  add_io(m, false, "y", {2, 3});
+  profile_runs(dir.file("nul.json"), bytes(m), {{{"x", rows(2)}}});
+  const std::string want = std::string("re\0lu", 5) + "_kernel_time";
+  bool found = false;
+  for (const auto& e : epprof::testing::read_trace(dir.file("nul.json"))) found = found || e.name == want;
+  EXPECT_TRUE(found) << "no node event named 're\\0lu_kernel_time'";
+}
+
 }  // namespace
