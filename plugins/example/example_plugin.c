@@ -392,6 +392,7 @@ static int assign_queues(example_kernel* kernels, size_t n) {
   int64_t* busy_until = NULL; /* per queue: the end of its last kernel */
   int queues = 0, q;
   size_t i;
+  if (n == 0) return 0; /* qsort's array must not be NULL, even when empty */
   qsort(kernels, n, sizeof *kernels, by_start);
   for (i = 0; i < n; ++i) {
     for (q = 0; q < queues && busy_until[q] > kernels[i].ts_ns; ++q) {
