@@ -26,31 +26,15 @@ namespace rtt = epprof::rt::testing;
 
 const std::string kModels = EPPROF_MODELS_DIR;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = epprof::testing::ShellResult;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using epprof::testing::shell_quote;
 
 // Runs `epprof COMMAND ARGS...`.
 Result epprof_cmd(const std::string& command, const std::vector<std::string>& args) {
-  std::string cmd = quote(EPPROF_CLI_PATH) + " " + command;
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  std::string cmd = shell_quote(EPPROF_CLI_PATH) + " " + command;
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  return epprof::testing::run_shell(cmd);
 }
 
 // Runs `epprof run ARGS...`.

@@ -40,32 +40,16 @@ std::string from_env(const char* name, const char* fallback) {
 const std::string kCli = from_env("EPPROF_TEST_CLI", EPPROF_CLI_PATH);
 const std::string kExamplePlugin = from_env("EPPROF_TEST_EXAMPLE_PLUGIN", EPPROF_EXAMPLE_PLUGIN_PATH);
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = epprof::testing::ShellResult;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using epprof::testing::shell_quote;
 
 // Runs `[prefix] epprof ARGS...` through sh, under a timeout so that a
 // command blocked on a FIFO fails the test instead of hanging it.
 Result epprof(const std::vector<std::string>& args, const std::string& prefix = "") {
-  std::string cmd = prefix + "timeout -s KILL 60 " + quote(kCli);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  std::string cmd = prefix + "timeout -s KILL 60 " + shell_quote(kCli);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  return epprof::testing::run_shell(cmd);
 }
 
 std::string read_file(const std::string& path) {

@@ -1,5 +1,9 @@
 #include "support/test_util.h"
 
+#include <sys/wait.h>
+
+#include <cstdio>
+
 namespace epprof::testing {
 
 std::vector<TraceEvent> read_trace(const std::string& path) {
@@ -36,6 +40,24 @@ std::vector<TraceEvent> read_trace(const std::string& path) {
     out.push_back(std::move(e));
   }
   return out;
+}
+
+ShellResult run_shell(const std::string& command) {
+  ShellResult r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 }  // namespace epprof::testing

@@ -118,4 +118,14 @@ class ProfilerTest : public ::testing::Test {
   epprof_profiler_t p_{};
 };
 
+// A shell command's exit status (-1: killed by a signal) and its stdout and
+// stderr together.
+struct ShellResult {
+  int exit_code = -1;
+  std::string output;
+};
+ShellResult run_shell(const std::string& command);
+// `s` as one single-quoted shell word.
+std::string shell_quote(const std::string& s);
+
 }  // namespace epprof::testing
