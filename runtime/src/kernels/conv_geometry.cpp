@@ -20,17 +20,8 @@ WindowAttrs WindowAttrs::from_node(const Node& node) {
 
 Shape Window::out_spatial() const { return Shape(out + (3 - spatial), out + 3); }
 
-Window resolve_window(const WindowAttrs& a, const Shape& input, const std::vector<int64_t>& kernel) {
-  if (input.size() < 3 || input.size() > 5)
-    fail("expected an N x C x D1 [x D2 [x D3]] input, got shape " + shape_to_string(input));
+Window window_dims(const WindowAttrs& a, const Shape& input, const std::vector<int64_t>& kernel) {
   const size_t n = input.size() - 2;
-  if (kernel.size() != n) fail("kernel has " + std::to_string(kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
-  auto check_len = [&](const std::vector<int64_t>& v, size_t len, const char* what) {
-    if (!v.empty() && v.size() != len) fail(std::string(what) + " has the wrong number of values");
-  };
-  check_len(a.strides, n, "strides");
-  check_len(a.dilations, n, "dilations");
-  check_len(a.pads, 2 * n, "pads");
   Window w;
   w.spatial = n;
   for (size_t i = 0; i < 3; ++i) {
@@ -43,6 +34,24 @@ Window resolve_window(const WindowAttrs& a, const Shape& input, const std::vecto
     w.k[i] = kernel[j];
     w.s[i] = a.strides.empty() ? 1 : a.strides[j];
     w.d[i] = a.dilations.empty() ? 1 : a.dilations[j];
+  }
+  return w;
+}
+
+Window resolve_window(const WindowAttrs& a, const Shape& input, const std::vector<int64_t>& kernel) {
+  if (input.size() < 3 || input.size() > 5)
+    fail("expected an N x C x D1 [x D2 [x D3]] input, got shape " + shape_to_string(input));
+  const size_t n = input.size() - 2;
+  if (kernel.size() != n) fail("kernel has " + std::to_string(kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
+  auto check_len = [&](const std::vector<int64_t>& v, size_t len, const char* what) {
+    if (!v.empty() && v.size() != len) fail(std::string(what) + " has the wrong number of values");
+  };
+  check_len(a.strides, n, "strides");
+  check_len(a.dilations, n, "dilations");
+  check_len(a.pads, 2 * n, "pads");
+  Window w = window_dims(a, input, kernel);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = 3 - n + j;
     if (w.k[i] <= 0 || w.s[i] <= 0 || w.d[i] <= 0) fail("kernel, strides and dilations must be positive");
     const int64_t dk = (w.k[i] - 1) * w.d[i] + 1;
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {

@@ -30,6 +30,11 @@ struct Window {
 
 // `input` is N x C x spatial...; `kernel` the spatial kernel dims.
 Window resolve_window(const WindowAttrs& attrs, const Shape& input, const std::vector<int64_t>& kernel);
+// The per-dim parts every window shares: the input's n spatial dims right-
+// aligned in the 3 slots (unused leading ones size 1, stride 1, no padding),
+// the input's and kernel's sizes, strides and dilations (default 1). Output
+// sizes and padding are the caller's; `kernel` has n values.
+Window window_dims(const WindowAttrs& attrs, const Shape& input, const std::vector<int64_t>& kernel);
 
 // A grouped convolution's shapes: X is N x C x spatial, W is M x C/group x kernel.
 struct ConvShape {

@@ -34,18 +34,9 @@ Window resolve_transpose(const TransposeAttrs& a, const Shape& x, const Shape& w
   std::vector<int64_t> out_shape = a.output_shape;
   if (out_shape.size() == n + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
   check_len(out_shape, n, "output_shape");
-  Window w;
-  w.spatial = n;
-  for (size_t i = 0; i < 3; ++i) {
-    w.in[i] = w.out[i] = w.k[i] = w.s[i] = w.d[i] = 1;
-    w.pb[i] = w.pe[i] = 0;
-  }
+  Window w = window_dims(a.win, x, std::vector<int64_t>(wt.begin() + 2, wt.end()));
   for (size_t j = 0; j < n; ++j) {
     const size_t i = 3 - n + j;
-    w.in[i] = x[2 + j];
-    w.k[i] = wt[2 + j];
-    w.s[i] = a.win.strides.empty() ? 1 : a.win.strides[j];
-    w.d[i] = a.win.dilations.empty() ? 1 : a.win.dilations[j];
     if (w.s[i] <= 0 || w.d[i] <= 0) fail("ConvTranspose strides and dilations must be positive");
     const int64_t adj = a.output_padding.empty() ? 0 : a.output_padding[j];
     if (adj < 0) fail("ConvTranspose output_padding must be non-negative, got " + std::to_string(adj));
