@@ -12,6 +12,7 @@
 
 #include "epprof/rt/error.h"
 #include "onnx/shape_inference/implementation.h"
+#include "external_data.h"
 #include "model_checks.h"
 #include "proto_convert.h"
 
@@ -66,7 +67,8 @@ IoInfo io_info_from_proto(const onnx::ValueInfoProto& v, bool strict) {
 // What parsing a graph and its subgraphs shares.
 struct LoadContext {
   const std::map<std::string, int>& opsets;
-  size_t next_index;  // Node::index of the next subgraph's first node
+  size_t next_index;       // Node::index of the next subgraph's first node
+  ExternalData& external;  // the model's external data files
 };
 
 std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, const std::string& name,
@@ -97,7 +99,7 @@ Node node_from_proto(const onnx::NodeProto& p, size_t original_index, LoadContex
       implicit.insert(attr.graph->outer_inputs.begin(), attr.graph->outer_inputs.end());
       n.attributes[a.name()] = std::move(attr);
     } else {
-      n.attributes[a.name()] = attribute_from_proto(a, n.describe());
+      n.attributes[a.name()] = attribute_from_proto(a, n.describe(), &ctx.external);
     }
   }
   n.implicit_inputs.assign(implicit.begin(), implicit.end());
@@ -172,13 +174,15 @@ void set_input_info(std::vector<Node>& nodes, const std::map<std::string, Tensor
   }
 }
 
-std::map<std::string, Tensor> initializers_from_proto(const onnx::GraphProto& g, const std::string& where) {
+std::map<std::string, Tensor> initializers_from_proto(const onnx::GraphProto& g, const std::string& where,
+                                                      ExternalData& external) {
   if (g.sparse_initializer_size() > 0)
     throw Error(ErrorKind::BadInitializer, "sparse initializers are not supported" + where);
   std::map<std::string, Tensor> out;
   for (const auto& init : g.initializer()) {
     if (init.name().empty()) throw Error(ErrorKind::BadInitializer, "an initializer has no name" + where);
-    Tensor t = tensor_from_proto(init, "initializer '" + init.name() + "'" + where, ErrorKind::BadInitializer);
+    Tensor t = tensor_from_proto(init, "initializer '" + init.name() + "'" + where, ErrorKind::BadInitializer,
+                                 &external);
     if (!out.emplace(init.name(), std::move(t)).second)
       throw Error(ErrorKind::InvalidModel, "initializer '" + init.name() + "'" + where + " is defined twice");
   }
@@ -191,7 +195,7 @@ std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, cons
   auto graph = std::make_shared<Graph>();
   graph->name = name;
   const std::string where = " of subgraph '" + name + "'";
-  graph->initializers = initializers_from_proto(g, where);
+  graph->initializers = initializers_from_proto(g, where, ctx.external);
   std::set<std::string> local;  // defined in this graph: initializers, inputs, node outputs
   for (const auto& kv : graph->initializers) local.insert(kv.first);
   for (const auto& in : g.input()) {
@@ -243,7 +247,43 @@ std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, cons
   return graph;
 }
 
-Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions& options) {
+// libonnx's shape inference cannot read external tensors: it skips the
+// nodes whose inference needs their values (Reshape's shape, Slice's
+// starts, ...), which are small. So external tensors of at most 64 KiB, in
+// the graph and in its subgraphs, become raw_data in the proto shape
+// inference sees (read again; their files are open). Larger ones stay
+// external, and so do those that cannot be read: the loader refused the
+// tensors it reads already, the others (an attribute of a type it ignores)
+// are none of shape inference's business either.
+void inline_small_external_tensors(onnx::GraphProto& g, ExternalData& external) {
+  constexpr size_t kMaxInlined = 64 * 1024;
+  auto inline_one = [&](onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL || !is_supported_type(t.data_type())) return;
+    std::string raw;
+    try {
+      const int64_t count = shape_size(Shape(t.dims().begin(), t.dims().end()));
+      if (count > static_cast<int64_t>(kMaxInlined)) return;  // and bytes cannot overflow below
+      const size_t bytes = static_cast<size_t>(count) * element_size(static_cast<DataType>(t.data_type()));
+      if (bytes > kMaxInlined) return;
+      raw.assign(bytes, '\0');
+      const std::string what = "tensor '" + t.name() + "'";
+      external.read(external.locate(t, what, bytes), what, raw.data());
+    } catch (const Error&) {
+      return;
+    }
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    t.set_raw_data(std::move(raw));
+  };
+  for (auto& t : *g.mutable_initializer()) inline_one(t);
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t()) inline_one(*a.mutable_t());
+      if (a.has_g()) inline_small_external_tensors(*a.mutable_g(), external);
+    }
+}
+
+Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions& options, ExternalData& external) {
   if (proto.ir_version() <= 0 || !proto.has_graph())
     throw Error(ErrorKind::InvalidModel, "'" + name + "' is not an ONNX model (no ir_version or no graph)");
   if (proto.ir_version() > kMaxIrVersion)
@@ -268,7 +308,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
 
   const auto& g = proto.graph();
   check_graph_attributes(g, m.opsets);
-  m.initializers = initializers_from_proto(g, "");
+  m.initializers = initializers_from_proto(g, "", external);
   std::set<std::string> available;
   for (const auto& kv : m.initializers) available.insert(kv.first);
   for (const auto& in : g.input()) {
@@ -282,7 +322,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   for (const auto& node : g.node())
     for (const auto& o : node.output())
       if (!o.empty()) visible.insert(o);
-  LoadContext ctx{m.opsets, static_cast<size_t>(g.node_size())};
+  LoadContext ctx{m.opsets, static_cast<size_t>(g.node_size()), external};
   std::vector<Node> nodes;
   nodes.reserve(static_cast<size_t>(g.node_size()));
   for (int i = 0; i < g.node_size(); ++i)
@@ -299,6 +339,7 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
     m.outputs.push_back(io_info_from_proto(out, true));
   }
 
+  if (options.shape_inference && external.used()) inline_small_external_tensors(*proto.mutable_graph(), external);
   if (options.shape_inference && prepare_for_shape_inference(proto)) {
     try {
       onnx::shape_inference::InferShapes(proto);
@@ -313,14 +354,20 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   return m;
 }
 
-}  // namespace
-
-Model load_model_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options) {
+onnx::ModelProto parse(const std::string& bytes, const std::string& name) {
   onnx::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw Error(ErrorKind::InvalidModel, "'" + name + "' is not an ONNX model or is truncated (protobuf parse failed)");
-  return build(proto, name, options);
+  return proto;
+}
+
+}  // namespace
+
+Model load_model_bytes(const std::string& bytes, const std::string& name, const LoadOptions& options) {
+  onnx::ModelProto proto = parse(bytes, name);
+  ExternalData none;  // no directory: external tensors are refused
+  return build(proto, name, options, none);
 }
 
 Model load_model_file(const std::string& path, const LoadOptions& options) {
@@ -342,7 +389,10 @@ Model load_model_file(const std::string& path, const LoadOptions& options) {
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   in.read(bytes.data(), st.st_size);
   if (in.gcount() != st.st_size || in.bad()) throw Error(ErrorKind::Io, "cannot read model file '" + path + "'");
-  return load_model_bytes(bytes, path, options);
+  onnx::ModelProto proto = parse(bytes, path);
+  bytes = std::string();  // the parsed model holds what the load needs
+  ExternalData external(path);
+  return build(proto, path, options, external);
 }
 
 }  // namespace epprof::rt::detail

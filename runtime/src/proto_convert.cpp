@@ -1,6 +1,9 @@
 #include "proto_convert.h"
 
 #include <cstring>
+#include <limits>
+
+#include "external_data.h"
 
 namespace epprof::rt::detail {
 
@@ -10,11 +13,36 @@ void copy_field(const Field& field, Tensor& t) {
   Dst* out = static_cast<Dst*>(t.raw_mutable());
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Dst>(field.Get(i));
 }
+
+// Whether `p` carries data of its own (raw_data or a typed field).
+bool has_inline_data(const onnx::TensorProto& p) {
+  return p.has_raw_data() || p.float_data_size() || p.int32_data_size() || p.string_data_size() ||
+         p.int64_data_size() || p.double_data_size() || p.uint64_data_size();
+}
+
+Tensor external_tensor(const onnx::TensorProto& p, const std::string& what, ErrorKind kind, ExternalData* external,
+                       DataType type, const Shape& shape, size_t count) {
+  if (has_inline_data(p))
+    throw Error(ErrorKind::InvalidModel, what + " has data_location EXTERNAL but also carries inline data");
+  if (!external)
+    throw Error(kind, what + " uses external data, which is only read for a model loaded from its file");
+  const size_t es = element_size(type);
+  if (count > std::numeric_limits<size_t>::max() / es)
+    throw Error(ErrorKind::InvalidModel, what + " has dims " + shape_to_string(shape) + " too large to hold");
+  // The file must hold the bytes before they are allocated: dims alone
+  // cannot make the loader allocate more than the external file has.
+  const ExternalData::Range range = external->locate(p, what, count * es);
+  Tensor t(type, shape);
+  external->read(range, what, t.raw_mutable());
+  return t;
+}
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, ErrorKind kind) {
-  if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0)
-    throw Error(kind, what + " uses external data, which is not supported");
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, ErrorKind kind,
+                         ExternalData* external) {
+  const bool is_external = p.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!is_external && p.external_data_size() > 0)
+    throw Error(ErrorKind::InvalidModel, what + " has external_data entries but its data_location is not EXTERNAL");
   if (p.has_segment()) throw Error(kind, what + " is segmented, which is not supported");
   if (!is_supported_type(p.data_type()))
     throw Error(kind, what + " has unsupported element type " + std::to_string(p.data_type()));
@@ -29,6 +57,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, Er
     throw Error(kind, what + ": " + e.message());
   }
   const size_t n = static_cast<size_t>(count);
+  if (is_external) return external_tensor(p, what, kind, external, type, shape, n);
   auto mismatch = [&](size_t got, const char* field) {
     return Error(kind, what + " has dims " + shape_to_string(shape) + " (" + std::to_string(n) +
                            " elements) but " + field + " holds " + std::to_string(got));
@@ -110,7 +139,7 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
   p->set_raw_data(static_cast<const char*>(t.raw()), t.byte_size());
 }
 
-Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string& what) {
+Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string& what, ExternalData* external) {
   Attribute out;
   // Old models may omit `type`; infer it from the populated field.
   auto type = a.type();
@@ -130,7 +159,7 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string&
     case onnx::AttributeProto::STRING: out.kind = Attribute::Kind::String; out.s = a.s(); break;
     case onnx::AttributeProto::TENSOR:
       out.kind = Attribute::Kind::Tensor;
-      out.t = tensor_from_proto(a.t(), what + " attribute '" + a.name() + "'", ErrorKind::BadInitializer);
+      out.t = tensor_from_proto(a.t(), what + " attribute '" + a.name() + "'", ErrorKind::BadInitializer, external);
       break;
     case onnx::AttributeProto::FLOATS:
       out.kind = Attribute::Kind::Floats;

@@ -9,9 +9,16 @@
 
 namespace epprof::rt::detail {
 
-// `what` names the tensor in error messages ("initializer 'W'"); errors use `kind`.
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what, ErrorKind kind);
+class ExternalData;
+
+// `what` names the tensor in error messages ("initializer 'W'"); errors use
+// `kind`, those about external data InvalidModel. A tensor with
+// data_location EXTERNAL is read through `external` (the model's files);
+// with none (a tensor file, not a model) it is refused.
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what, ErrorKind kind,
+                         ExternalData* external = nullptr);
 void tensor_to_proto(const Tensor& tensor, onnx::TensorProto* proto);
-Attribute attribute_from_proto(const onnx::AttributeProto& proto, const std::string& what);
+Attribute attribute_from_proto(const onnx::AttributeProto& proto, const std::string& what,
+                               ExternalData* external = nullptr);
 
 }  // namespace epprof::rt::detail
