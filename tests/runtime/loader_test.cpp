@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -381,4 +384,280 @@ TEST(TensorIo, RoundTripThroughPbFile) {
   EXPECT_EQ(back.tensor.to_vector<float>(), t.to_vector<float>());
   std::remove(path.c_str());
   EXPECT_THROW(parse_tensor_proto("\xff\xff\xff", 3), Error);
+}
+
+// ---- External data (TensorProto.data_location == EXTERNAL) ----------------
+
+namespace {
+
+// A directory of one test's own, removed with its contents at the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char tmpl[] = "/tmp/epprof_extdata_XXXXXX";
+    if (mkdtemp(tmpl)) path_ = tmpl;
+    EXPECT_FALSE(path_.empty()) << "mkdtemp: " << std::strerror(errno);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void write_bytes(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+template <typename T>
+std::string raw_bytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+void set_external(onnx::TensorProto* t, const std::vector<std::pair<std::string, std::string>>& entries) {
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [key, value] : entries) {
+    auto* kv = t->add_external_data();
+    kv->set_key(key);
+    kv->set_value(value);
+  }
+}
+
+// An initializer with no data of its own, whose data is at `entries`.
+onnx::TensorProto* add_external_init(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
+                                     const std::vector<std::pair<std::string, std::string>>& entries,
+                                     int elem_type = onnx::TensorProto::FLOAT) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elem_type);
+  for (int64_t d : dims) t->add_dims(d);
+  set_external(t, entries);
+  return t;
+}
+
+// x[2,3] + w[2,3] -> y, with w's data at `entries`.
+onnx::ModelProto add_external_weight_model(const std::vector<std::pair<std::string, std::string>>& entries) {
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_external_init(m, "w", {2, 3}, entries);
+  add_node(m, "Add", "add", {"x", "w"}, {"y"});
+  add_io(m, false, "y", {2, 3});
+  return m;
+}
+
+void write_model(const std::string& path, const onnx::ModelProto& m) { write_bytes(path, bytes(m)); }
+
+Error load_path_error(const std::string& path) {
+  try {
+    Session s(path);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << path << " loaded without error";
+  return Error(ErrorKind::Io, "none");
+}
+
+const std::vector<float> kW = {0.5f, -1.f, 2.f, 3.25f, -4.f, 100.f};
+const std::vector<float> kX = {1, 2, 3, 4, 5, 6};
+
+// 16 bytes of something else, w, then more: the loader reads only w's range.
+std::string padded_weights() { return std::string(16, '\x7f') + raw_bytes(kW) + std::string(8, '\x11'); }
+
+}  // namespace
+
+TEST(LoaderExternalData, InitializerAtAnOffsetIsReadAndRuns) {
+  ScratchDir dir;
+  write_bytes(dir / "weights.bin", padded_weights());
+  write_model(dir / "model.onnx", add_external_weight_model({{"location", "weights.bin"}, {"offset", "16"},
+                                                             {"length", "24"}, {"checksum", "ignored"}}));
+  Session s(dir / "model.onnx");
+  ASSERT_EQ(s.inputs().size(), 1u);  // w is an initializer, not an input
+  auto out = s.run({{"x", Tensor::from_vector<float>({2, 3}, kX)}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want(6);
+  for (size_t i = 0; i < 6; ++i) want[i] = kX[i] + kW[i];
+  EXPECT_EQ(out[0].to_vector<float>(), want);
+
+  // Without length, the tensor's size is read from the offset; without
+  // offset, from the start; in a subdirectory of the model's; through a
+  // symlink that stays inside the model's directory.
+  std::filesystem::create_directory(dir / "data");
+  write_bytes(dir / "data/w.bin", raw_bytes(kW));
+  ASSERT_EQ(symlink("data/w.bin", (dir / "link.bin").c_str()), 0);
+  for (const char* location : {"data/w.bin", "./data//w.bin", "link.bin"}) {
+    write_model(dir / "model2.onnx", add_external_weight_model({{"location", location}}));
+    Session s2(dir / "model2.onnx");
+    EXPECT_EQ(s2.run({{"x", Tensor::from_vector<float>({2, 3}, kX)}})[0].to_vector<float>(), want) << location;
+  }
+}
+
+TEST(LoaderExternalData, TwoInitializersShareAFile) {
+  ScratchDir dir;
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6};
+  const std::vector<int64_t> shape = {3, 2};
+  // a at offset 0, 8 bytes of padding, the shape at 32, padding after it.
+  write_bytes(dir / "shared.bin", raw_bytes(a) + std::string(8, '\0') + raw_bytes(shape) + std::string(5, 'z'));
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_external_init(m, "a", {2, 3}, {{"location", "shared.bin"}, {"offset", "0"}, {"length", "24"}});
+  add_external_init(m, "shape", {2}, {{"location", "shared.bin"}, {"offset", "32"}, {"length", "16"}},
+                    onnx::TensorProto::INT64);
+  add_node(m, "Mul", "mul", {"x", "a"}, {"p"});
+  add_node(m, "Reshape", "reshape", {"p", "shape"}, {"r"});
+  add_node(m, "Relu", "relu", {"r"}, {"y"});
+  auto* y = m.mutable_graph()->add_output();  // no declared shape: shape inference finds it
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  write_model(dir / "model.onnx", m);
+
+  Session s(dir / "model.onnx");
+  auto out = s.run({{"x", Tensor::from_vector<float>({2, 3}, {1, -1, 1, -1, 1, -1})}});
+  EXPECT_EQ(out[0].shape(), (Shape{3, 2}));
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 0, 3, 0, 5, 0}));
+  // Shape inference saw the external shape tensor's values: Relu's input is known to be [3,2].
+  const Node& relu = s.nodes().back();
+  ASSERT_EQ(relu.op_type, "Relu");
+  ASSERT_EQ(relu.input_info.size(), 1u);
+  EXPECT_TRUE(relu.input_info[0].has_shape);
+  EXPECT_EQ(relu.input_info[0].shape, (Shape{3, 2}));
+}
+
+// Constant nodes' value tensors and subgraph initializers go through the same reading.
+TEST(LoaderExternalData, ConstantValuesAndSubgraphInitializers) {
+  ScratchDir dir;
+  write_bytes(dir / "weights.bin", padded_weights());
+  onnx::ModelProto m = make_model();
+  add_io(m, true, "x", {2, 3});
+  add_io(m, true, "cond", {}, onnx::TensorProto::BOOL);
+  auto* c = add_node(m, "Constant", "const", {}, {"c"});
+  auto* value = add_attr(c, "value", onnx::AttributeProto::TENSOR)->mutable_t();
+  value->set_data_type(onnx::TensorProto::FLOAT);
+  value->add_dims(2);
+  value->add_dims(3);
+  set_external(value, {{"location", "weights.bin"}, {"offset", "16"}});
+  add_node(m, "Add", "add", {"x", "c"}, {"s"});
+
+  auto branch = [&](const std::string& name, bool external) {
+    onnx::GraphProto g;
+    g.set_name(name);
+    auto* t = g.add_initializer();
+    t->set_name(name + "_w");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(2);
+    t->add_dims(3);
+    if (external) set_external(t, {{"location", "weights.bin"}, {"offset", "16"}, {"length", "24"}});
+    else for (int i = 0; i < 6; ++i) t->add_float_data(0);
+    auto* n = g.add_node();
+    n->set_op_type("Mul");
+    n->add_input("s");
+    n->add_input(name + "_w");
+    n->add_output(name + "_out");
+    auto* o = g.add_output();
+    o->set_name(name + "_out");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    return g;
+  };
+  auto* iff = add_node(m, "If", "if", {"cond"}, {"y"});
+  *add_attr(iff, "then_branch", onnx::AttributeProto::GRAPH)->mutable_g() = branch("then", true);
+  *add_attr(iff, "else_branch", onnx::AttributeProto::GRAPH)->mutable_g() = branch("else", false);
+  add_io(m, false, "y", {2, 3});
+  write_model(dir / "model.onnx", m);
+
+  Session s(dir / "model.onnx");
+  auto out = s.run({{"x", Tensor::from_vector<float>({2, 3}, kX)}, {"cond", Tensor::scalar<bool>(true)}});
+  std::vector<float> want(6);
+  for (size_t i = 0; i < 6; ++i) want[i] = (kX[i] + kW[i]) * kW[i];
+  EXPECT_EQ(out[0].to_vector<float>(), want);
+
+  // A bad location in the subgraph is refused naming the subgraph.
+  auto* then_init = m.mutable_graph()->mutable_node(2)->mutable_attribute(0)->mutable_g()->mutable_initializer(0);
+  then_init->mutable_external_data(0)->set_value("nope.bin");
+  write_model(dir / "bad.onnx", m);
+  expect_mentions(load_path_error(dir / "bad.onnx"), ErrorKind::InvalidModel,
+                  {"initializer 'then_w' of subgraph 'if/then_branch'", "'nope.bin'", "No such file"});
+}
+
+TEST(LoaderExternalData, LocationsOutsideTheModelsDirectoryAreRefused) {
+  ScratchDir dir, elsewhere;
+  write_bytes(elsewhere / "secret.bin", raw_bytes(kW));
+  write_bytes(dir / "weights.bin", raw_bytes(kW));
+  std::filesystem::create_directory(dir / "sub");
+  auto refused = [&](const std::string& location, std::initializer_list<const char*> words) {
+    write_model(dir / "model.onnx", add_external_weight_model({{"location", location}}));
+    const Error e = load_path_error(dir / "model.onnx");
+    expect_mentions(e, ErrorKind::InvalidModel, {"initializer 'w'"});
+    expect_mentions(e, ErrorKind::InvalidModel, {("'" + location + "'").c_str()});
+    expect_mentions(e, ErrorKind::InvalidModel, words);
+  };
+  refused(elsewhere / "secret.bin", {"absolute path"});
+  refused(dir / "weights.bin", {"absolute path"});  // even one inside the directory
+  refused("../" + std::filesystem::path(elsewhere.path()).filename().string() + "/secret.bin", {"'..' component"});
+  refused("sub/../weights.bin", {"'..' component"});
+  refused("sub/..", {"'..' component"});
+  ASSERT_EQ(symlink((elsewhere / "secret.bin").c_str(), (dir / "escape.bin").c_str()), 0);
+  refused("escape.bin", {"outside the model's directory", "secret.bin"});
+  ASSERT_EQ(symlink(elsewhere.path().c_str(), (dir / "escape_dir").c_str()), 0);
+  refused("escape_dir/secret.bin", {"outside the model's directory"});
+}
+
+TEST(LoaderExternalData, BadFilesRangesAndEntriesAreRefused) {
+  ScratchDir dir;
+  write_bytes(dir / "weights.bin", padded_weights());  // 48 bytes
+  std::filesystem::create_directory(dir / "sub");
+  ASSERT_EQ(mkfifo((dir / "fifo.bin").c_str(), 0600), 0);
+  auto refused = [&](const std::vector<std::pair<std::string, std::string>>& entries,
+                     std::initializer_list<const char*> words) {
+    write_model(dir / "model.onnx", add_external_weight_model(entries));
+    const Error e = load_path_error(dir / "model.onnx");
+    expect_mentions(e, ErrorKind::InvalidModel, {"initializer 'w'"});
+    expect_mentions(e, ErrorKind::InvalidModel, words);
+  };
+  refused({{"location", "missing.bin"}}, {"'missing.bin'", "No such file or directory"});
+  refused({{"location", "sub"}}, {"'sub'", "not a regular file"});
+  refused({{"location", "fifo.bin"}}, {"'fifo.bin'", "not a regular file"});
+  refused({{"location", "weights.bin"}, {"offset", "32"}}, {"offset 32, 24 bytes", "past the end", "48 bytes"});
+  refused({{"location", "weights.bin"}, {"offset", "49"}}, {"past the end"});
+  refused({{"location", "weights.bin"}, {"offset", "9223372036854775807"}}, {"past the end"});
+  refused({{"location", "weights.bin"}, {"length", "20"}}, {"length 20", "24 bytes"});
+  refused({{"location", "weights.bin"}, {"length", "48"}}, {"length 48", "24 bytes"});
+  for (const char* bad : {"-16", "+16", " 16", "16 ", "1e3", "0x10", "16abc", "", "99999999999999999999"})
+    refused({{"location", "weights.bin"}, {"offset", bad}}, {"offset", "not a non-negative decimal integer"});
+  refused({{"location", "weights.bin"}, {"length", "-24"}}, {"length '-24'", "not a non-negative decimal integer"});
+  refused({{"location", "weights.bin"}, {"color", "blue"}}, {"unknown external_data key 'color'"});
+  refused({{"location", "weights.bin"}, {"location", "weights.bin"}}, {"'location' twice"});
+  refused({{"offset", "0"}}, {"no external_data 'location'"});
+  refused({{"location", ""}}, {"no external_data 'location'"});
+
+  // External and inline data at once.
+  onnx::ModelProto m = add_external_weight_model({{"location", "weights.bin"}, {"offset", "16"}});
+  m.mutable_graph()->mutable_initializer(0)->set_raw_data(raw_bytes(kW));
+  write_model(dir / "model.onnx", m);
+  expect_mentions(load_path_error(dir / "model.onnx"), ErrorKind::InvalidModel,
+                  {"initializer 'w'", "EXTERNAL", "inline data"});
+  m.mutable_graph()->mutable_initializer(0)->clear_raw_data();
+  for (float v : kW) m.mutable_graph()->mutable_initializer(0)->add_float_data(v);
+  write_model(dir / "model.onnx", m);
+  expect_mentions(load_path_error(dir / "model.onnx"), ErrorKind::InvalidModel, {"initializer 'w'", "inline data"});
+
+  // external_data entries on a tensor whose data_location is not EXTERNAL.
+  onnx::ModelProto d = add_external_weight_model({{"location", "weights.bin"}});
+  d.mutable_graph()->mutable_initializer(0)->set_data_location(onnx::TensorProto::DEFAULT);
+  write_model(dir / "model.onnx", d);
+  expect_mentions(load_path_error(dir / "model.onnx"), ErrorKind::InvalidModel,
+                  {"initializer 'w'", "data_location is not EXTERNAL"});
+
+  // Huge dims are refused by the file's size before anything is allocated.
+  onnx::ModelProto h = make_model();
+  add_io(h, true, "x", {2, 3});
+  add_external_init(h, "w", {1 << 20, 1 << 20, 1 << 10}, {{"location", "weights.bin"}});
+  add_node(h, "Add", "add", {"x", "w"}, {"y"});
+  add_io(h, false, "y", {2, 3});
+  write_model(dir / "model.onnx", h);
+  expect_mentions(load_path_error(dir / "model.onnx"), ErrorKind::InvalidModel, {"initializer 'w'", "past the end"});
 }
