@@ -12,7 +12,7 @@ enum class ErrorKind {
   UnsupportedOp,     // no execution provider claims a node
   Cycle,             // the graph is not a DAG
   DanglingInput,     // a node input produced by nobody
-  BadInitializer,    // initializer data disagrees with its dims, external data, ...
+  BadInitializer,    // initializer data disagrees with its dims or type
   BadInput,          // run-time input of the wrong name, type or shape
   Kernel,            // a kernel rejected its inputs at run time
 };
