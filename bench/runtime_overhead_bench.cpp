@@ -8,9 +8,11 @@
 //  - end to end: (median run with profiling - median run without) / nodes.
 //    On shared 2-core machines run-to-run noise is far larger than the
 //    effect, so this bounds rather than measures it;
-//  - in the hooks: the time spent inside the profiler's callbacks during the
-//    profiled runs, measured with the TSC around each call, minus the cost
-//    of the same measurement around empty callbacks.
+//  - in the hooks: the time spent inside the profiler's callbacks, measured
+//    with the TSC around each call, minus the cost of the same measurement
+//    around empty callbacks. Measured on two more sessions run alongside
+//    (a second profiler, and empty hooks), so the ratio's profiled runs
+//    carry no measuring of their own.
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -44,7 +46,7 @@ class TimedObserver final : public RunObserver {
   // Forgets the runs so far (the warm-up).
   void reset() {
     per_run_.clear();
-    total_ticks_ = total_end_ticks_ = total_calls_ = 0;
+    total_ticks_ = total_end_ticks_ = total_calls_ = run_ticks_ = 0;
   }
   // Ticks in the hooks per node execution: in the median run, and on average
   // (both hooks, then each).
@@ -55,6 +57,8 @@ class TimedObserver final : public RunObserver {
     return v.empty() ? 0 : v[v.size() / 2];
   }
   double mean_ticks_per_node() const { return double(total_ticks_) / double(total_calls_); }
+  // Node executions per run, subgraph nodes included.
+  double nodes_per_run() const { return per_run_.empty() ? 0 : double(total_calls_) / double(per_run_.size()); }
   double begin_ticks() const { return double(total_ticks_ - total_end_ticks_) / double(total_calls_); }
   double end_ticks() const { return double(total_end_ticks_) / double(total_calls_); }
 
@@ -62,12 +66,18 @@ class TimedObserver final : public RunObserver {
   void session_phase_end(const SessionPhaseInfo& i) override { inner_->session_phase_end(i); }
   void run_begin(const RunInfo& i) override {
     run_ = Run{};
+    const uint64_t t = __rdtsc();
     inner_->run_begin(i);
+    run_ticks_ += __rdtsc() - t;
   }
   void run_end(const RunInfo& i) override {
+    const uint64_t t = __rdtsc();
     inner_->run_end(i);
+    run_ticks_ += __rdtsc() - t;
     if (run_.calls) per_run_.push_back(run_);
   }
+  // Ticks in run_begin + run_end per run, on average.
+  double run_hook_ticks() const { return per_run_.empty() ? 0 : double(run_ticks_) / double(per_run_.size()); }
   void node_begin(const NodeInfo& i) override {
     uint64_t t = __rdtsc();
     inner_->node_begin(i);
@@ -93,10 +103,33 @@ class TimedObserver final : public RunObserver {
   RunObserver* inner_;
   Run run_;
   std::vector<Run> per_run_;
-  uint64_t total_ticks_ = 0, total_end_ticks_ = 0, total_calls_ = 0;
+  uint64_t total_ticks_ = 0, total_end_ticks_ = 0, total_calls_ = 0, run_ticks_ = 0;
 };
 
 class NullObserver final : public RunObserver {};
+
+// The floor of any per-node timeline: two TSC reads per node execution and
+// its (start, duration) stored, 16 bytes, into a 1 MiB ring (memory that,
+// like a trace's, is not in the caches the kernels use). A profiler cannot
+// cost less and still time every node; the `floor` column is this
+// observer's on/off ratio, measured in the same interleaved runs.
+class FloorObserver final : public RunObserver {
+ public:
+  FloorObserver() : ring_(kRing) {}
+  void node_begin(const NodeInfo&) override { start_ = __rdtsc(); }
+  void node_end(const NodeInfo&, const NodeIo&) override {
+    ring_[next_++ & (kRing - 1)] = Slice{start_, __rdtsc() - start_};
+  }
+
+ private:
+  struct Slice {
+    uint64_t start, ticks;
+  };
+  static constexpr size_t kRing = 1 << 16;
+  std::vector<Slice> ring_;
+  size_t next_ = 0;
+  uint64_t start_ = 0;
+};
 
 // A chain of `n` Relu nodes on a [1, width] tensor. Width 64 (relu_chain):
 // kernels so small that the hooks run with warm caches, which isolates the
@@ -224,82 +257,111 @@ std::string error_bound_ns(const std::string& trace) {
 
 struct Row {
   std::string model;
-  size_t nodes;
-  double off_ms, on_ms, ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
+  size_t nodes;  // node executions per run, subgraph nodes included
+  double off_ms, on_ms, ratio, floor_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
   double pct_target;
   int runs = 0;
 };
 
 // With `ep` set (a plugin EP, e.g. OpenCL), every session runs on [ep, cpu]
 // and the profiled one also traces the EP's device work.
-// Real models run at most about `real_budget_s` seconds of interleaved runs
-// (at least 20): the OCR models take tens of ms a run on these machines.
-Row measure(const ModelRef& model, int runs, double tick_ns, const std::shared_ptr<PluginExecutionProvider>& ep,
-            epprof_plugin_t ep_profiler, bool event_blocks, double real_budget_s = 8) {
+// Real models run as many rounds as fit in about `real_budget_s` seconds
+// (at least 20, at most real_max_runs): the OCR models take tens of ms a
+// run on these machines, the wake-word heads tens of us, whose medians
+// need thousands of runs to settle.
+Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
+            const std::shared_ptr<PluginExecutionProvider>& ep, epprof_plugin_t ep_profiler, bool event_blocks,
+            double real_budget_s = 8) {
   const std::string& name = model.name;
+  SessionOptions plain;
+  if (ep) plain.providers = {ep, make_cpu_execution_provider()};
+  auto run_ms = [](Session& s, const std::map<std::string, Tensor>& in) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.run(in);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Phase 1, the ratio: `off` against `on`, profiled as `epprof run`
+  // profiles, and against `floor` (FloorObserver), their runs interleaved.
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
   po.event_blocks = event_blocks;
   if (ep) po.plugins.push_back(ep_profiler);
-  ProfilingObserver profiler(po);
-  TimedObserver timed(&profiler);
-  NullObserver null_inner;
-  TimedObserver timed_null(&null_inner);
-
-  SessionOptions off_opts, on_opts, null_opts;
-  for (SessionOptions* o : {&off_opts, &on_opts, &null_opts}) {
-    if (ep) o->providers = {ep, make_cpu_execution_provider()};
-  }
-  on_opts.observer = &timed;
-  null_opts.observer = &timed_null;
-  Session off = open_model(model, off_opts), on = open_model(model, on_opts), empty = open_model(model, null_opts);
-  const auto inputs = model.inputs.empty() ? random_inputs(off) : model.inputs;
-  const auto warm0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 5; ++i) {
-    off.run(inputs);
-    on.run(inputs);
-    empty.run(inputs);
-  }
-  if (model.real) {
-    const double per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() / 5;
-    runs = std::max(20, std::min(runs, int(real_budget_s / per_round)));
-  }
-  timed.reset();
-  timed_null.reset();
-  std::vector<double> t_off, t_on;
-  auto timed_run = [&](Session& s) {
-    auto t0 = std::chrono::steady_clock::now();
-    s.run(inputs);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  for (int i = 0; i < runs; ++i) {
-    // Alternate which goes first, so neither always runs on a warmer cache.
-    if (i % 2) {
-      t_off.push_back(timed_run(off));
-      t_on.push_back(timed_run(on));
-    } else {
-      t_on.push_back(timed_run(on));
-      t_off.push_back(timed_run(off));
+  std::vector<double> t_off, t_on, t_floor;
+  std::map<std::string, Tensor> inputs;
+  epprof_trace_stats stats{};
+  {
+    ProfilingObserver profiler(po);
+    FloorObserver floor_observer;
+    SessionOptions on_opts = plain, floor_opts = plain;
+    on_opts.observer = &profiler;
+    floor_opts.observer = &floor_observer;
+    Session off = open_model(model, plain), on = open_model(model, on_opts), floor = open_model(model, floor_opts);
+    inputs = model.inputs.empty() ? random_inputs(off) : model.inputs;
+    const auto warm0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) {
+      off.run(inputs);
+      on.run(inputs);
+      floor.run(inputs);
     }
-    empty.run(inputs);
+    if (model.real) {
+      const double per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() / 5;
+      runs = std::max(20, std::min(real_max_runs, int(real_budget_s / 2 / per_round)));
+    }
+    for (int i = 0; i < runs; ++i) {
+      // Rotate which goes first, so none always runs on a warmer cache.
+      Session* order[3] = {&off, &on, &floor};
+      std::rotate(order, order + i % 3, order + 3);
+      for (Session* s : order) (s == &off ? t_off : s == &on ? t_on : t_floor).push_back(run_ms(*s, inputs));
+    }
+    stats = profiler.finish();
   }
-  const epprof_trace_stats stats = profiler.finish();
   if (ep)
     std::printf("  %s: %llu device events traced, %llu unattributed; clock error bound %s ns\n", name.c_str(),
                 static_cast<unsigned long long>(stats.device_events),
                 static_cast<unsigned long long>(stats.unattributed_device_events), error_bound_ns(trace).c_str());
   std::remove(trace.c_str());
+
+  // Phase 2, the in-hook cost, with the first profiler gone (a process
+  // profiles with one): its hooks timed, against the same timing around
+  // empty hooks. Measuring in phase 1 would have inflated the ratio.
+  po.plugins.clear();
+  ProfilingObserver hooked_profiler(po);
+  TimedObserver timed(&hooked_profiler);
+  NullObserver null_inner;
+  TimedObserver timed_null(&null_inner);
+  SessionOptions hooked_opts = plain, null_opts = plain;
+  hooked_opts.observer = &timed;
+  null_opts.observer = &timed_null;
+  {
+    Session hooked = open_model(model, hooked_opts), empty = open_model(model, null_opts);
+    for (int i = 0; i < 5; ++i) {
+      hooked.run(inputs);
+      empty.run(inputs);
+    }
+    timed.reset();
+    timed_null.reset();
+    for (int i = 0; i < runs; ++i) {
+      hooked.run(inputs);
+      empty.run(inputs);
+    }
+  }
+  hooked_profiler.finish();
+  std::remove(trace.c_str());
   if (std::getenv("EPPROF_BENCH_SPLIT"))
-    std::fprintf(stderr, "%s: mean per node: node_begin %.1f ns, node_end %.1f ns (empty observer: %.1f, %.1f ns)\n",
+    std::fprintf(stderr,
+                 "%s: mean per node: node_begin %.1f ns, node_end %.1f ns (empty observer: %.1f, %.1f ns); "
+                 "run_begin + run_end %.1f ns (empty: %.1f ns)\n",
                  name.c_str(), timed.begin_ticks() * tick_ns, timed.end_ticks() * tick_ns,
-                 timed_null.begin_ticks() * tick_ns, timed_null.end_ticks() * tick_ns);
+                 timed_null.begin_ticks() * tick_ns, timed_null.end_ticks() * tick_ns, timed.run_hook_ticks() * tick_ns,
+                 timed_null.run_hook_ticks() * tick_ns);
   Row r;
   r.model = name;
-  r.nodes = off.nodes().size();
+  r.nodes = size_t(timed.nodes_per_run() + 0.5);
   r.off_ms = median(t_off);
   r.on_ms = median(t_on);
   r.ratio = r.on_ms / r.off_ms;
+  r.floor_ratio = median(t_floor) / r.off_ms;
   r.e2e_ns_per_node = (r.on_ms - r.off_ms) * 1e6 / double(r.nodes);
   r.hook_ns_per_node = (timed.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
   r.hook_mean_ns_per_node = (timed.mean_ticks_per_node() - timed_null.mean_ticks_per_node()) * tick_ns;
@@ -315,12 +377,13 @@ int main(int argc, char** argv) {
   std::string ep_name = "cpu";
   std::string only;  // one model only
   int runs = 300;
+  int real_max_runs = 20000;  // real models: as many runs as fit their time budget, up to this
   bool event_blocks = true;  // ProfilingOptions::event_blocks
   bool real = false, real_only = false;  // the model cache's real models (scripts/fetch_models.sh)
   std::string cache = default_model_cache();
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) runs = 20;
-    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(2, std::atoi(argv[++i]));
+    if (!std::strcmp(argv[i], "--quick")) runs = real_max_runs = 20;
+    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = real_max_runs = std::max(2, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--models") && i + 1 < argc) dir = argv[++i];
     else if (!std::strcmp(argv[i], "--ep") && i + 1 < argc) ep_name = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
@@ -374,8 +437,8 @@ int main(int argc, char** argv) {
   std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s\n\n",
               runs, ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)");
-  std::printf("%-20s %5s %10s %10s %8s %8s %12s %12s %12s %8s\n", "model", "nodes", "off ms", "on ms", "ratio",
-              "target", "e2e ns/node", "hooks ns/node", "hooks mean", "result");
+  std::printf("%-20s %5s %10s %10s %8s %8s %8s %12s %12s %12s %8s\n", "model", "execs", "off ms", "on ms", "ratio",
+              "floor", "target", "e2e ns/node", "hooks ns/node", "hooks mean", "result");
   bool ok = true;
   std::string real_runs;  // "id N, ..." for the note under the table
   for (const ModelRef& model : models) {
@@ -383,18 +446,18 @@ int main(int argc, char** argv) {
     if (ep && name.rfind("relu_chain", 0) == 0) continue;
     if (!only.empty() && only != name) continue;
     try {
-      Row r = measure(model, runs, tick_ns, ep, ep_profiler, event_blocks);
+      Row r = measure(model, runs, real_max_runs, tick_ns, ep, ep_profiler, event_blocks);
       if (model.real) real_runs += (real_runs.empty() ? "" : ", ") + name + " " + std::to_string(r.runs);
       if (r.pct_target == 0) {  // diagnostic row: no target
-        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8s %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
-                    r.off_ms, r.on_ms, r.ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node, r.hook_mean_ns_per_node,
+        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8s %12.0f %12.1f %12.1f %8s\n", r.model.c_str(),
+                    r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node, r.hook_mean_ns_per_node,
                     "-");
         continue;
       }
       // Device tracing is judged on the per-run ratio alone; the CPU EP also on the in-hook cost.
       const bool pass = (r.ratio - 1) * 100 <= r.pct_target && (ep || r.hook_ns_per_node <= 100);
-      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %7.0f%% %12.0f %12.1f %12.1f %8s\n", r.model.c_str(), r.nodes,
-                  r.off_ms, r.on_ms, r.ratio, r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
+      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %7.0f%% %12.0f %12.1f %12.1f %8s\n", r.model.c_str(),
+                  r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
                   r.hook_mean_ns_per_node, pass ? "PASS" : "MISS");
     } catch (const std::exception& e) {
       std::printf("%-20s not run: %s\n", name.c_str(), e.what());
@@ -403,7 +466,7 @@ int main(int argc, char** argv) {
   }
   if (real)
     std::printf("\nreal models (%s): reference inputs from the cache, target <= 3%% each; interleaved runs\n"
-                "capped at about 8 s per model (runs: %s)\n",
+                "as many as fit in about 8 s per model, up to 20000 (runs: %s)\n",
                 cache.c_str(), real_runs.empty() ? "none" : real_runs.c_str());
   if (ep) {
     std::printf("\ntarget: per-run overhead of device tracing <= 5%% on every model\n");
@@ -411,6 +474,9 @@ int main(int argc, char** argv) {
     std::printf("\ntargets: overhead <= 3%% (cnn, transformer), <= 10%% (mlp); <= 100 ns per node execution\n"
                 "(the verdict uses the median ratio and the in-hook cost of the median run; e2e ns/node is within\n"
                 "run-to-run noise; hooks mean also counts runs preempted inside a hook)\n"
+                "execs: node executions per run, subgraph nodes included (e2e and hooks are per execution)\n"
+                "floor: on/off of the least any per-node timeline costs (two TSC reads and a 16-byte store per\n"
+                "node execution), in the same interleaved runs\n"
                 "relu_chain: 200 Relu nodes on [1,64], no target: the hooks' cost with warm caches, for diagnosis\n"
                 "relu_chain_cold: 50 Relu nodes on [1,262144] (1 MiB tensors), no target: the hooks' cost after\n"
                 "kernels that evict the caches, as on the real models, for diagnosis\n");
