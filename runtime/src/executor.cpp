@@ -181,13 +181,16 @@ class NodeSubgraphs final : public SubgraphRunner {
           values_[static_cast<size_t>(np_.implicit_slots[sp->outer_from[i]])];
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
     RunContext run = run_;
-    if (obs_.count) run.shape_epoch = subgraph_epoch(*sp, values);
     // The run reserved correlation ids for the top-level plan's positions
-    // only: each subgraph node execution takes a fresh one.
+    // only: each execution of a subgraph takes a block for its nodes.
+    if (obs_.count) {
+      run.shape_epoch = subgraph_epoch(*sp, values);
+      if (!plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(plan.nodes.size());
+    }
     Releaser rel(plan);
-    for (const NodePlan& n : plan.nodes) {
-      run_node(n, obs_.count ? epprof_correlation_id_next() : 0, values, obs_, run);
-      rel.after_node(plan, n, values);
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      run_node(plan.nodes[i], run.first_node_id ? run.first_node_id + i : 0, values, obs_, run);
+      rel.after_node(plan, plan.nodes[i], values);
     }
     std::vector<Tensor> outputs;
     outputs.reserve(plan.output_slots.size());
@@ -204,11 +207,18 @@ class NodeSubgraphs final : public SubgraphRunner {
   // The epoch of this execution of the subgraph (0: none), from the shapes
   // of its inputs and of the outer values it reads.
   static uint64_t subgraph_epoch(const SubgraphPlan& sp, const std::vector<Tensor>& values) {
-    std::vector<const Tensor*> given;
-    given.reserve(sp.plan->input_slots.size() + sp.plan->outer_slots.size());
-    for (int id : sp.plan->input_slots) given.push_back(&values[static_cast<size_t>(id)]);
-    for (int id : sp.plan->outer_slots) given.push_back(&values[static_cast<size_t>(id)]);
-    return sp.epochs->epoch_for(given);
+    const size_t n = sp.plan->input_slots.size() + sp.plan->outer_slots.size();
+    const Tensor* inline_given[16];  // a Loop body's or an If branch's few values: no allocation
+    std::vector<const Tensor*> big;
+    const Tensor** given = inline_given;
+    if (n > 16) {
+      big.resize(n);
+      given = big.data();
+    }
+    size_t k = 0;
+    for (int id : sp.plan->input_slots) given[k++] = &values[static_cast<size_t>(id)];
+    for (int id : sp.plan->outer_slots) given[k++] = &values[static_cast<size_t>(id)];
+    return sp.epochs->epoch_for(given, n);
   }
 };
 

@@ -88,18 +88,18 @@ bool shapes_follow_input_shapes(const ExecPlan& plan) {
   return true;
 }
 
-uint64_t ShapeEpochs::epoch_for(const std::vector<const Tensor*>& inputs) {
+uint64_t ShapeEpochs::epoch_for(const Tensor* const* inputs, size_t count) {
   if (!enabled_) return 0;
   // A sequence's or an optional's shape says nothing of its items: no epoch.
-  for (const Tensor* t : inputs)
-    if (!t->is_dense()) return 0;
+  for (size_t i = 0; i < count; ++i)
+    if (!inputs[i]->is_dense()) return 0;
   std::lock_guard<std::mutex> lock(mu_);
-  bool same = last_epoch_ != 0 && last_.size() == inputs.size();
-  for (size_t i = 0; same && i < inputs.size(); ++i)
+  bool same = last_epoch_ != 0 && last_.size() == count;
+  for (size_t i = 0; same && i < count; ++i)
     same = last_[i].first == inputs[i]->dtype() && last_[i].second == inputs[i]->shape();
   if (same) return last_epoch_;
   last_.clear();
-  for (const Tensor* t : inputs) last_.emplace_back(t->dtype(), t->shape());
+  for (size_t i = 0; i < count; ++i) last_.emplace_back(inputs[i]->dtype(), inputs[i]->shape());
   last_epoch_ = g_next_epoch.fetch_add(1, std::memory_order_relaxed);
   return last_epoch_;
 }

@@ -27,7 +27,7 @@ class ShapeEpochs {
   // new one, unique in the process. 0 when disabled, or when an input is a
   // sequence or an optional (their shapes do not describe their items).
   // Thread-safe.
-  uint64_t epoch_for(const std::vector<const Tensor*>& inputs);
+  uint64_t epoch_for(const Tensor* const* inputs, size_t count);
 
  private:
   const bool enabled_;
