@@ -240,11 +240,62 @@ std::shared_ptr<const Graph> subgraph_from_proto(const onnx::GraphProto& g, cons
   graph->nodes = topological_sort(std::move(nodes), available, base);
   graph->outer_inputs.assign(outer_reads.begin(), outer_reads.end());
 
-  std::map<std::string, IoInfo> value_info;
-  for (const auto& v : g.value_info()) value_info[v.name()] = io_info_from_proto(v, false);
-  for (const auto& v : graph->inputs) value_info[v.name] = v;
-  set_input_info(graph->nodes, graph->initializers, value_info);
   return graph;
+}
+
+// The subgraphs of a graph proto by Graph::name ("<node name>/<attribute>",
+// nested ones too), as node_from_proto names them; nullptr for a name two
+// subgraphs share (duplicate node names), which stays unresolved.
+void index_subgraph_protos(const onnx::GraphProto& g, const std::string& prefix,
+                           std::map<std::string, const onnx::GraphProto*>& out) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& p = g.node(i);
+    const std::string node = prefix + (p.name().empty() ? p.op_type() + "_" + std::to_string(i) : p.name());
+    for (const auto& a : p.attribute()) {
+      if (!a.has_g()) continue;
+      const std::string name = node + "/" + a.name();
+      auto [it, fresh] = out.emplace(name, &a.g());
+      if (!fresh) it->second = nullptr;
+      index_subgraph_protos(a.g(), name + "/", out);
+    }
+  }
+}
+
+// Adds what initializers are (their dtype and shape) to a scope's values.
+void add_initializers(std::map<std::string, IoInfo>& scope, const std::map<std::string, Tensor>& initializers) {
+  for (const auto& [name, t] : initializers) {
+    IoInfo& info = scope[name];
+    info = IoInfo{};
+    info.name = name;
+    info.type = t.dtype();
+    info.shape = t.shape();
+    info.has_shape = true;
+  }
+}
+
+// Sets input_info of every subgraph node under `nodes`, from what its scope
+// knows: the subgraph's initializers, inputs and value_info (from the model,
+// and from shape inference, which infers inside subgraphs), then the
+// enclosing scopes' (`outer`). Runs after shape inference, which needs the
+// whole model; so it completes graphs built before it. An EP claims a
+// subgraph node by the same dtypes and shapes as a top-level one.
+void set_subgraph_input_info(const std::vector<Node>& nodes, const std::map<std::string, IoInfo>& outer,
+                             const std::map<std::string, const onnx::GraphProto*>& protos) {
+  for (const Node& n : nodes) {
+    for (const auto& kv : n.attributes) {
+      if (kv.second.kind != Attribute::Kind::Graph || !kv.second.graph) continue;
+      // Built by subgraph_from_proto (make_shared<Graph>) and not yet shared
+      // with any session: completing it here is the last step of building it.
+      Graph& g = const_cast<Graph&>(*kv.second.graph);
+      std::map<std::string, IoInfo> scope = outer;
+      if (auto it = protos.find(g.name); it != protos.end() && it->second)
+        for (const auto& v : it->second->value_info()) scope[v.name()] = io_info_from_proto(v, false);
+      for (const auto& v : g.inputs) scope[v.name] = v;
+      add_initializers(scope, g.initializers);
+      set_input_info(g.nodes, g.initializers, scope);
+      set_subgraph_input_info(g.nodes, scope, protos);
+    }
+  }
 }
 
 // libonnx's shape inference cannot read external tensors: it skips the
@@ -351,6 +402,13 @@ Model build(onnx::ModelProto& proto, const std::string& name, const LoadOptions&
   for (const auto& v : m.inputs) m.value_info[v.name] = v;
   for (const auto& v : m.outputs) m.value_info[v.name] = v;
   set_input_info(m.nodes, m.initializers, m.value_info);
+  std::map<std::string, const onnx::GraphProto*> subgraph_protos;
+  index_subgraph_protos(proto.graph(), "", subgraph_protos);
+  if (!subgraph_protos.empty()) {
+    std::map<std::string, IoInfo> scope = m.value_info;
+    add_initializers(scope, m.initializers);
+    set_subgraph_input_info(m.nodes, scope, subgraph_protos);
+  }
   return m;
 }
 

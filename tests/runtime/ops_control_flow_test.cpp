@@ -23,42 +23,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-onnx::GraphProto* graph_attr(onnx::NodeProto* n, const std::string& name) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::GRAPH);
-  a->mutable_g()->set_name(name);
-  return a->mutable_g();
-}
-
-void int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-// A graph input or output; dims empty: a scalar, unset: no shape.
-void gio(onnx::GraphProto* g, bool input, const std::string& name, int elem = onnx::TensorProto::FLOAT,
-         const std::vector<int64_t>& dims = {}) {
-  auto* v = input ? g->add_input() : g->add_output();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(elem);
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-}
-
-onnx::NodeProto* gnode(onnx::GraphProto* g, const std::string& op, const std::string& name,
-                       const std::vector<std::string>& in, const std::vector<std::string>& out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(name);
-  for (const auto& i : in) n->add_input(i);
-  for (const auto& o : out) n->add_output(o);
-  return n;
-}
-
 std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 
 // x[2], c (bool) -> xs = Mul(x, x); If(c): then xs + x, else xs - x.
@@ -139,7 +103,7 @@ std::string scan_model(int64_t direction) {
   add_io(m, true, "rows", {3, 2});
   add_float_init(m, "bias", {2}, {100, 200});
   auto* n = add_node(m, "Scan", "scan", {"init", "rows"}, {"sum", "outs"});
-  int_attr(n, "num_scan_inputs", 1);
+  set_int(n, "num_scan_inputs", 1);
   auto* dirs = n->add_attribute();
   dirs->set_name("scan_input_directions");
   dirs->set_type(onnx::AttributeProto::INTS);
@@ -389,8 +353,8 @@ TEST(OpsControlFlow, SequenceOpsThroughSessionInputsAndOutputs) {
   add_node(m, "SequenceErase", "erase", {"s1"}, {"s2"});
   add_node(m, "SequenceLength", "length", {"s2"}, {"n"});
   add_node(m, "ConcatFromSequence", "stack", {"s2"}, {"stacked"});
-  int_attr(m.mutable_graph()->mutable_node(3), "axis", -1);
-  int_attr(m.mutable_graph()->mutable_node(3), "new_axis", 1);
+  set_int(m.mutable_graph()->mutable_node(3), "axis", -1);
+  set_int(m.mutable_graph()->mutable_node(3), "new_axis", 1);
   seq_io(m, false, "s2");
   add_io(m, false, "n", {}, onnx::TensorProto::INT64);
   add_io(m, false, "stacked", {2, 2});

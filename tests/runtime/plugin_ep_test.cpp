@@ -161,5 +161,59 @@ TEST(PluginEp, ItsProfilerTagsKernelsWithTheNodesCorrelationId) {
   EXPECT_EQ(kernels, 6);
 }
 
+// x[2,3], c (bool) -> If(c): then Relu(x), else Add(x, x); both branch
+// nodes are ones the testing EP claims.
+std::string if_model() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {2, 3});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  auto* n = add_node(m, "If", "if", {"c"}, {"y"});
+  auto* then_g = graph_attr(n, "then_branch");
+  gnode(then_g, "Relu", "relu", {"x"}, {"t"});
+  gio(then_g, false, "t", onnx::TensorProto::FLOAT, {2, 3});
+  auto* else_g = graph_attr(n, "else_branch");
+  gnode(else_g, "Add", "add", {"x", "x"}, {"e"});
+  gio(else_g, false, "e", onnx::TensorProto::FLOAT, {2, 3});
+  add_io(m, false, "y", {2, 3});
+  return bytes(m);
+}
+
+// Device work issued by a node inside a subgraph is attributed to that
+// execution of it, as at the top level: the EP runs the branch nodes, and
+// each kernel's parent is the branch node's event.
+TEST(PluginEp, KernelsOfSubgraphNodesAreAttributedToThem) {
+  auto ep = load_plugin_ep(EPPROF_TESTING_EP_PATH);
+  TempDir dir;
+  const std::string path = dir.file("trace.json");
+  std::vector<float> then_y, else_y;
+  const epprof_trace_stats stats = record_device_trace(ep, path, [&](const RunOptions& ro) {
+    Session s(Session::from_bytes(if_model(), with({ep, make_cpu_execution_provider()})));
+    auto in = inputs();
+    for (bool c : {true, false, true}) {
+      in["c"] = Tensor::from_vector<bool>({}, {c});
+      (c ? then_y : else_y) = s.run(in, ro).at(0).to_vector<float>();
+    }
+  });
+  // The EP computed the branches (Relu(x) and x + x).
+  const std::vector<float> x = inputs().at("x").to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(then_y[i], std::max(x[i], 0.0f));
+    EXPECT_EQ(else_y[i], x[i] + x[i]);
+  }
+  EXPECT_EQ(stats.device_events, 3u);
+  EXPECT_EQ(stats.unattributed_device_events, 0u);
+
+  std::map<std::string, uint64_t> node_events;  // by name: the executions
+  std::map<std::string, int> kernels_by_parent;
+  for (const auto& e : read_trace(path)) {
+    if (e.cat == "Node") ++node_events[e.name];
+    if (e.cat == "Kernel") ++kernels_by_parent[e.arg("parent_name")];
+  }
+  EXPECT_EQ(node_events["if/then_branch/relu"], 2u);
+  EXPECT_EQ(node_events["if/else_branch/add"], 1u);
+  EXPECT_EQ(kernels_by_parent["if/then_branch/relu"], 2);
+  EXPECT_EQ(kernels_by_parent["if/else_branch/add"], 1);
+}
+
 }  // namespace
 }  // namespace epprof::rt

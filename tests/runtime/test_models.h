@@ -76,6 +76,38 @@ inline void set_strings(onnx::NodeProto* n, const std::string& key, const std::v
   for (const auto& x : v) a->add_strings(x);
 }
 
+// A GRAPH attribute `name` of `n` (an If branch, a Loop or Scan body),
+// its graph named `name` too.
+inline onnx::GraphProto* graph_attr(onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+// A subgraph's input or output; dims empty: a scalar.
+inline void gio(onnx::GraphProto* g, bool input, const std::string& name, int elem = onnx::TensorProto::FLOAT,
+                const std::vector<int64_t>& dims = {}) {
+  auto* v = input ? g->add_input() : g->add_output();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+}
+
+// A node of a subgraph.
+inline onnx::NodeProto* gnode(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                              const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  for (const auto& o : out) n->add_output(o);
+  return n;
+}
+
 // x[2,3] -> Relu -> y[2,3]
 inline onnx::ModelProto relu_model() {
   onnx::ModelProto m = make_model();
