@@ -72,6 +72,16 @@ EPPROF_API uint64_t epprof_correlation_id_block(uint64_t count);
 /* The host clock: monotonic nanoseconds (CLOCK_MONOTONIC's epoch). */
 EPPROF_API int64_t epprof_clock_now_ns(void);
 
+/* For a host's signal handler that is about to _exit (a second Ctrl-C):
+ * removes the temporary files of traces being written now, so that none is
+ * left beside the trace path. A trace is written to an unnamed temporary
+ * (O_TMPFILE) that needs no removal, except for an instant while it is
+ * renamed into place and where the file system cannot create one; this
+ * covers those. Async-signal-safe; may be called from any thread, at any
+ * time, any number of times. Traces being written are lost, as they would
+ * be on _exit anyway. */
+EPPROF_API void epprof_remove_temporary_files(void);
+
 /* Names the calling thread's track in traces written from now on ("main",
  * "worker 3"). `name` is copied. INVALID_ARGUMENT for NULL. */
 EPPROF_API epprof_status* epprof_set_thread_name(const char* name);

@@ -15,6 +15,7 @@
 #include "core/profiler.h"
 #include "core/threads.h"
 #include "epprof/profiler.h"
+#include "export/atomic_file.h"
 #include "session/annotations.h"
 
 namespace epprof::abi {
@@ -246,6 +247,8 @@ EPPROF_API uint64_t epprof_correlation_id_block(uint64_t count) {
 }
 
 EPPROF_API int64_t epprof_clock_now_ns(void) { return epprof::core::monotonic_ns(); }
+
+EPPROF_API void epprof_remove_temporary_files(void) { epprof::exporter::remove_temporaries_at_exit(); }
 
 EPPROF_API epprof_status* epprof_set_thread_name(const char* name) {
   EPPROF_API_BEGIN

@@ -1,6 +1,7 @@
 #include "export/atomic_file.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,7 +115,44 @@ class SignalsBlocked {
   sigset_t old_;
 };
 
+// The named temporaries that exist now, for remove_temporaries_at_exit()
+// to unlink from a signal handler: fixed slots (no allocation), claimed and
+// released with lock-free atomics, a path readable once its slot is live.
+struct NamedTemporary {
+  static constexpr int kFree = 0, kFilling = 1, kLive = 2;
+  std::atomic<int> state{kFree};
+  char path[PATH_MAX];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "used from signal handlers");
+constexpr int kNamedSlots = 16;  // more at once are not covered
+NamedTemporary g_named[kNamedSlots];
+
+std::atomic<bool> g_force_named{false};
+
+int remember_named(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kNamedSlots; ++i) {
+    int expected = NamedTemporary::kFree;
+    if (!g_named[i].state.compare_exchange_strong(expected, NamedTemporary::kFilling)) continue;
+    std::memcpy(g_named[i].path, path.c_str(), path.size() + 1);
+    g_named[i].state.store(NamedTemporary::kLive, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void forget_named(int slot) {
+  if (slot >= 0) g_named[slot].state.store(NamedTemporary::kFree, std::memory_order_release);
+}
+
 }  // namespace
+
+void remove_temporaries_at_exit() noexcept {
+  for (NamedTemporary& t : g_named)
+    if (t.state.load(std::memory_order_acquire) == NamedTemporary::kLive) ::unlink(t.path);
+}
+
+void force_named_temporaries_for_testing(bool on) { g_force_named.store(on); }
 
 bool check_output_path(const std::string& path, const std::vector<std::string>& inputs, std::string* resolved,
                        std::string* error) {
@@ -156,7 +194,7 @@ std::unique_ptr<AtomicFile> AtomicFile::create(const std::string& final_path, st
   std::string target;
   if (!check_output_path(final_path, inputs, &target, &err)) return nullptr;
   const std::string dir = dir_of(target);
-  if (proc_fd_available()) {
+  if (proc_fd_available() && !g_force_named.load()) {
     const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     if (fd >= 0) return std::unique_ptr<AtomicFile>(new AtomicFile(final_path, std::move(target), {}, fd));
     // Not supported by this kernel or file system: use a named temporary.
@@ -167,8 +205,12 @@ std::unique_ptr<AtomicFile> AtomicFile::create(const std::string& final_path, st
   }
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string temp = temp_name(target);
+    SignalsBlocked blocked;  // the file and its slot come into being together
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return std::unique_ptr<AtomicFile>(new AtomicFile(final_path, std::move(target), std::move(temp), fd));
+    if (fd >= 0) {
+      const int slot = remember_named(temp);
+      return std::unique_ptr<AtomicFile>(new AtomicFile(final_path, std::move(target), std::move(temp), fd, slot));
+    }
     if (errno == EEXIST || errno == EINTR) continue;
     err = "cannot create a file in '" + dir + "': " + reason(errno);
     return nullptr;
@@ -196,6 +238,7 @@ bool AtomicFile::commit(std::string* error) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+    forget_named(std::exchange(named_slot_, -1));
     done_ = true;
     return false;
   };
@@ -209,6 +252,7 @@ bool AtomicFile::commit(std::string* error) {
     for (int attempt = 0; temp_path_.empty(); ++attempt) {
       std::string temp = temp_name(target_path_);
       if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        named_slot_ = remember_named(temp);
         temp_path_ = std::move(temp);
       } else if (errno != EEXIST || attempt == 100) {
         return failed("cannot create a file in '" + dir_of(target_path_) + "': " + reason(errno));
@@ -221,13 +265,18 @@ bool AtomicFile::commit(std::string* error) {
   if (::close(fd) != 0 && errno != EINTR) return failed("cannot write '" + target_path_ + "': " + reason(errno));
   if (::rename(temp_path_.c_str(), target_path_.c_str()) != 0)
     return failed("cannot rename '" + temp_path_ + "' to '" + target_path_ + "': " + reason(errno));
+  forget_named(std::exchange(named_slot_, -1));
   done_ = true;
   return true;
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!done_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  if (!done_ && !temp_path_.empty()) {
+    SignalsBlocked blocked;  // the slot goes with the file
+    ::unlink(temp_path_.c_str());
+    forget_named(named_slot_);
+  }
 }
 
 }  // namespace epprof::exporter

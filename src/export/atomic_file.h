@@ -30,6 +30,18 @@ namespace epprof::exporter {
 bool check_output_path(const std::string& path, const std::vector<std::string>& inputs, std::string* resolved,
                        std::string* error);
 
+// For a signal handler about to _exit: unlinks the named temporaries that
+// exist now (those of the O_TMPFILE path between its naming and its rename,
+// and those of the named fallback, used where O_TMPFILE is not available).
+// Async-signal-safe: lock-free atomics and unlink only. Up to 16 temporaries
+// at once are covered. Each copy of this file (libepprof, the CLI's report
+// library) keeps its own; the public epprof_remove_temporary_files() calls
+// libepprof's.
+void remove_temporaries_at_exit() noexcept;
+
+// Tests: use the named fallback even where O_TMPFILE works.
+void force_named_temporaries_for_testing(bool on);
+
 class AtomicFile {
  public:
   // Checks `final_path` with check_output_path(final_path, inputs) and opens
@@ -60,18 +72,20 @@ class AtomicFile {
   // Names the temporary and renames it onto target_path(): two system calls,
   // with the catchable signals blocked on the calling thread in between, so
   // a handler that exits cannot run there and leave the named temporary
-  // behind (a signal taken by another thread still can, in that window). No fsync: a trace need not survive a power cut, and fsync of a
+  // behind; a handler on another thread can call remove_temporaries_at_exit()
+  // (the epprof CLI's forwards the signal to the main thread instead). No fsync: a trace need not survive a power cut, and fsync of a
   // large file would stall the end of profiling. On failure nothing is left
   // behind, false is returned and *error (if non-null) names the path and
   // the reason. Only the first call can succeed.
   bool commit(std::string* error);
 
  private:
-  AtomicFile(std::string final_path, std::string target_path, std::string temp_path, int fd)
+  AtomicFile(std::string final_path, std::string target_path, std::string temp_path, int fd, int named_slot = -1)
       : final_path_(std::move(final_path)),
         target_path_(std::move(target_path)),
         temp_path_(std::move(temp_path)),
-        fd_(fd) {}
+        fd_(fd),
+        named_slot_(named_slot) {}
 
   std::string final_path_;
   std::string target_path_;
@@ -79,6 +93,7 @@ class AtomicFile {
   // used only where the file system or a missing /proc rules that out.
   std::string temp_path_;
   int fd_;
+  int named_slot_;  // its slot for remove_temporaries_at_exit(), or -1
   bool done_ = false;  // committed, or commit failed and cleaned up
 };
 

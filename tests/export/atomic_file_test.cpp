@@ -301,5 +301,42 @@ TEST(OutputPath, KilledWriterLeavesNothing) {
   EXPECT_TRUE(dir.entries().empty());
 }
 
+// The named fallback (no O_TMPFILE) behaves as the unnamed temporary does,
+// and a handler about to _exit removes its temporaries: a child process
+// that writes two files, then exits as the CLI's signal handler does,
+// leaves nothing in the directory. Without remove_temporaries_at_exit()
+// the two named temporaries would stay.
+TEST(AtomicFile, NamedTemporariesAreRemovedByAnExitingHandler) {
+  TempDir dir;
+  force_named_temporaries_for_testing(true);
+  {
+    auto file = AtomicFile::create(dir.path + "/kept.json", nullptr);
+    ASSERT_NE(file, nullptr);
+    EXPECT_EQ(dir.entries().size(), 1u);  // the named temporary
+    write_all(file->fd(), "whole");
+    ASSERT_TRUE(file->commit(nullptr));
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"kept.json"});
+  }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto a = AtomicFile::create(dir.path + "/a.json", nullptr);
+    auto b = AtomicFile::create(dir.path + "/b.json", nullptr);
+    if (a && b && TempDir::list(dir.path).size() == 3) {
+      (void)!write(a->fd(), "partial", 7);
+      remove_temporaries_at_exit();
+      _exit(0);
+    }
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  force_named_temporaries_for_testing(false);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child did not see its two named temporaries";
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"kept.json"});
+  EXPECT_EQ(read_file(dir.path + "/kept.json"), "whole");
+}
+
 }  // namespace
 }  // namespace epprof::exporter

@@ -38,7 +38,10 @@ std::string executable_dir();
 
 // SIGINT, SIGTERM and SIGHUP for the commands that run long. Files are
 // written through exporter::AtomicFile, whose temporaries have no name until
-// committed, so exiting at once never leaves one behind.
+// committed, so exiting at once never leaves one behind; the handler runs
+// on the main thread (another thread passes the signal on), which blocks
+// signals while it renames a file into place, and removes the named
+// temporaries of the fallback (no O_TMPFILE) before it exits.
 //  - kStopAtOnce (report, diff, validate, merge): the first signal exits
 //    with 128 + signal.
 //  - kFinishCurrentWork (run): the first signal is recorded and returned by

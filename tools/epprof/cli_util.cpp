@@ -1,5 +1,6 @@
 // Small helpers shared by the subcommands.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,6 +8,8 @@
 #include <cstdlib>
 
 #include "cli.h"
+#include "epprof/profiler.h"
+#include "export/atomic_file.h"
 
 namespace epprof::cli {
 
@@ -40,9 +43,26 @@ namespace {
 volatile sig_atomic_t g_pending_signal = 0;
 volatile sig_atomic_t g_finish_current_work = 0;
 
+// Runs on the main thread only: a signal taken by another thread (the
+// kernel picks one when the main thread blocks it, as it does while a file
+// is renamed into place) is sent on to the main thread, where it waits
+// until that rename is done. Exiting removes what temporaries remain (the
+// named fallback's) in libepprof's writer and in the CLI's own.
 void on_signal(int sig) {
-  if (!g_finish_current_work || g_pending_signal != 0) _exit(signal_exit_code(sig));
+  const int saved_errno = errno;
+  const pid_t pid = getpid();
+  if (static_cast<pid_t>(syscall(SYS_gettid)) != pid) {
+    syscall(SYS_tgkill, pid, pid, sig);
+    errno = saved_errno;
+    return;
+  }
+  if (!g_finish_current_work || g_pending_signal != 0) {
+    epprof_remove_temporary_files();
+    exporter::remove_temporaries_at_exit();
+    _exit(signal_exit_code(sig));
+  }
   g_pending_signal = sig;
+  errno = saved_errno;
 }
 
 }  // namespace
