@@ -201,7 +201,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       detail::SubgraphPlan sp;
       sp.graph = kv.second.graph.get();
       sp.plan = compile_subgraph(s, *sp.graph);
-      sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::shapes_follow_input_shapes(*sp.plan));
+      sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::prove_epochs(*sp.plan));
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
             std::lower_bound(node.implicit_inputs.begin(), node.implicit_inputs.end(), name) -
@@ -264,6 +264,25 @@ void check_input(const IoInfo& info, const Tensor& t) {
                                          " (-1: any), got " + t.description());
 }
 
+// The graph inputs whose contents may join the shape epochs' key: integer
+// or bool tensors of a declared static shape of at most 16 elements (a
+// sample rate, a mode flag, a length), cheap to compare on every run.
+std::vector<bool> epoch_key_candidates(const Session::Impl& s) {
+  std::vector<bool> out;
+  for (const IoInfo& in : s.model.inputs) {
+    const DataType t = in.type;
+    bool small = in.kind == ValueKind::Tensor && !in.optional && in.has_shape &&
+                 (t == DataType::Int64 || t == DataType::Int32 || t == DataType::Bool);
+    int64_t elements = 1;
+    for (int64_t d : in.shape) {
+      small = small && d >= 0 && d <= 16;
+      if (small) elements *= d;
+    }
+    out.push_back(small && elements <= 16);
+  }
+  return out;
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -287,7 +306,7 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
   }
   assign_and_create_kernels(*s);
   build_top_level_plan(*s);
-  s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::shapes_follow_input_shapes(s->plan));
+  s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::prove_epochs(s->plan, epoch_key_candidates(*s)));
   if (s->options.executor == ExecutorKind::Parallel) {
     int threads = s->options.threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

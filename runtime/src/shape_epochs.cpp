@@ -1,6 +1,7 @@
 #include "shape_epochs.h"
 
 #include <atomic>
+#include <string_view>
 
 namespace epprof::rt::detail {
 namespace {
@@ -61,26 +62,39 @@ const ValueInputs* value_inputs(const std::string& op) {
 
 std::atomic<uint64_t> g_next_epoch{1};
 
-}  // namespace
-
-bool shapes_follow_input_shapes(const ExecPlan& plan) {
-  // fixed[s]: slot s's contents are fixed once the graph inputs' shapes are
-  // (initializers, Constant outputs, Shape outputs and what is computed
-  // from those only). Graph inputs' contents are not.
-  std::vector<bool> fixed(plan.num_slots, false);
-  for (size_t s = 0; s < plan.num_slots; ++s) fixed[s] = !plan.constants[s].empty();
+// Whether the shapes of every value in `plan` follow from what `fixed`
+// holds on entry (per slot: its contents are fixed once the key is:
+// constants, the key's inputs, and for a subgraph the enclosing scope's
+// fixed values), and the graph inputs' shapes. On return `fixed` also holds
+// what the plan computes from fixed values only (and Shape/Size outputs).
+bool shapes_follow(const ExecPlan& plan, std::vector<bool>& fixed) {
   for (const NodePlan& np : plan.nodes) {  // topological order
     const Node& node = *np.node;
     if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-    const ValueInputs* values = value_inputs(node.op_type);
-    if (!values && !is_shape_only(node.op_type)) return false;
-    for (size_t i = 0; values && i < np.in_slots.size() && i < 32; ++i)
-      if ((values->inputs >> i & 1u) && np.in_slots[i] >= 0 && !fixed[static_cast<size_t>(np.in_slots[i])])
-        return false;
-    bool outputs_fixed = node.op_type == "Shape" || node.op_type == "Size";  // values from shapes only
-    if (!outputs_fixed) {
-      outputs_fixed = true;
-      for (int s : np.in_slots) outputs_fixed = outputs_fixed && (s < 0 || fixed[static_cast<size_t>(s)]);
+    auto is_fixed = [&](int s) { return s < 0 || fixed[static_cast<size_t>(s)]; };
+    bool outputs_fixed = true;
+    if (node.op_type == "If") {
+      // The branch taken follows from a fixed condition; each branch's
+      // shapes must follow from its enclosing values as this plan's do.
+      if (np.in_slots.empty() || !is_fixed(np.in_slots[0])) return false;
+      for (const SubgraphPlan& sp : np.subgraphs) {
+        std::vector<bool> inner(sp.plan->num_slots, false);
+        for (size_t s = 0; s < inner.size(); ++s) inner[s] = !sp.plan->constants[s].empty();
+        for (size_t i = 0; i < sp.plan->outer_slots.size(); ++i)
+          inner[static_cast<size_t>(sp.plan->outer_slots[i])] = is_fixed(np.implicit_slots[sp.outer_from[i]]);
+        if (!shapes_follow(*sp.plan, inner)) return false;
+        for (int s : sp.plan->output_slots) outputs_fixed = outputs_fixed && inner[static_cast<size_t>(s)];
+      }
+    } else {
+      const ValueInputs* values = value_inputs(node.op_type);
+      if (!values && !is_shape_only(node.op_type)) return false;
+      for (size_t i = 0; values && i < np.in_slots.size() && i < 32; ++i)
+        if ((values->inputs >> i & 1u) && !is_fixed(np.in_slots[i])) return false;
+      outputs_fixed = node.op_type == "Shape" || node.op_type == "Size";  // values from shapes only
+      if (!outputs_fixed) {
+        outputs_fixed = true;
+        for (int s : np.in_slots) outputs_fixed = outputs_fixed && is_fixed(s);
+      }
     }
     for (int s : np.out_slots)
       if (s >= 0) fixed[static_cast<size_t>(s)] = outputs_fixed;
@@ -88,18 +102,58 @@ bool shapes_follow_input_shapes(const ExecPlan& plan) {
   return true;
 }
 
+bool proves(const ExecPlan& plan, const std::vector<bool>& keys) {
+  std::vector<bool> fixed(plan.num_slots, false);
+  for (size_t s = 0; s < plan.num_slots; ++s) fixed[s] = !plan.constants[s].empty();
+  for (size_t i = 0; i < keys.size() && i < plan.input_slots.size(); ++i)
+    if (keys[i]) fixed[static_cast<size_t>(plan.input_slots[i])] = true;
+  return shapes_follow(plan, fixed);
+}
+
+}  // namespace
+
+EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates) {
+  EpochKey key;
+  key.value_keys.assign(plan.input_slots.size(), false);
+  if (proves(plan, key.value_keys)) {
+    key.enabled = true;
+    return key;
+  }
+  for (size_t i = 0; i < key.value_keys.size() && i < candidates.size(); ++i) key.value_keys[i] = candidates[i];
+  if (!proves(plan, key.value_keys)) {
+    key.value_keys.assign(plan.input_slots.size(), false);
+    return key;
+  }
+  // Key on as few contents as the proof needs: an input whose contents
+  // change every run (a step counter) would otherwise start an epoch per run.
+  for (size_t i = 0; i < key.value_keys.size(); ++i) {
+    if (!key.value_keys[i]) continue;
+    key.value_keys[i] = false;
+    if (!proves(plan, key.value_keys)) key.value_keys[i] = true;
+  }
+  key.enabled = true;
+  return key;
+}
+
 uint64_t ShapeEpochs::epoch_for(const Tensor* const* inputs, size_t count) {
-  if (!enabled_) return 0;
+  if (!key_.enabled) return 0;
   // A sequence's or an optional's shape says nothing of its items: no epoch.
   for (size_t i = 0; i < count; ++i)
     if (!inputs[i]->is_dense()) return 0;
+  auto bytes_of = [](const Tensor& t) { return std::string_view(static_cast<const char*>(t.raw()), t.byte_size()); };
   std::lock_guard<std::mutex> lock(mu_);
   bool same = last_epoch_ != 0 && last_.size() == count;
-  for (size_t i = 0; same && i < count; ++i)
+  for (size_t i = 0, v = 0; same && i < count; ++i) {
     same = last_[i].first == inputs[i]->dtype() && last_[i].second == inputs[i]->shape();
+    if (same && i < key_.value_keys.size() && key_.value_keys[i]) same = last_values_[v++] == bytes_of(*inputs[i]);
+  }
   if (same) return last_epoch_;
   last_.clear();
-  for (size_t i = 0; i < count; ++i) last_.emplace_back(inputs[i]->dtype(), inputs[i]->shape());
+  last_values_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    last_.emplace_back(inputs[i]->dtype(), inputs[i]->shape());
+    if (i < key_.value_keys.size() && key_.value_keys[i]) last_values_.emplace_back(bytes_of(*inputs[i]));
+  }
   last_epoch_ = g_next_epoch.fetch_add(1, std::memory_order_relaxed);
   return last_epoch_;
 }

@@ -1,11 +1,14 @@
 // Shape epochs: when a session can prove that every node's shapes follow
-// from the graph inputs' shapes, runs whose inputs have the same shapes get
-// the same epoch (NodeInfo::shape_epoch), so an observer that derives data
-// from a node's shapes can reuse it without reading the tensors again.
+// from the graph inputs' shapes (and the contents of a few small inputs),
+// runs whose inputs have the same shapes (and contents there) get the same
+// epoch (NodeInfo::shape_epoch), so an observer that derives data from a
+// node's shapes can reuse it without reading the tensors again.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "epprof/rt/tensor.h"
@@ -13,26 +16,38 @@
 
 namespace epprof::rt::detail {
 
-// Whether the shapes of every value in `plan` are a function of the graph
-// inputs' shapes: false when an op takes a shape, or axes, from a value
-// that depends on a graph input's contents (a Reshape whose shape is fed by
-// the caller, say), or runs an op this analysis does not know.
-bool shapes_follow_input_shapes(const ExecPlan& plan);
+// What a plan's epochs key on: whether every value's shape in the plan is a
+// function of the graph inputs' shapes and of the contents of the inputs
+// marked in `value_keys` (one flag per plan.input_slots), and which those
+// are. Not when an op takes a shape, axes or an If condition from a value
+// that depends on another input's contents (a Reshape whose shape the
+// caller feeds, say), runs a Loop or Scan (their trip counts), or runs an
+// op this analysis does not know.
+struct EpochKey {
+  bool enabled = false;
+  std::vector<bool> value_keys;  // per graph input: its contents are part of the key
+};
+
+// The proof for `plan`, keying on the contents of as few of the inputs in
+// `candidates` (per plan.input_slots; empty: none) as it needs: small
+// integer or bool inputs, such as the sample rate a Silero VAD's If tests.
+EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates = {});
 
 class ShapeEpochs {
  public:
-  explicit ShapeEpochs(bool enabled) : enabled_(enabled) {}
+  explicit ShapeEpochs(EpochKey key) : key_(std::move(key)) {}
   // The epoch of a run with these graph inputs (in the plan's input order):
-  // the last run's when their types and shapes are the same, otherwise a
-  // new one, unique in the process. 0 when disabled, or when an input is a
-  // sequence or an optional (their shapes do not describe their items).
-  // Thread-safe.
+  // the last run's when their types and shapes, and the contents of the
+  // key's value inputs, are the same, otherwise a new one, unique in the
+  // process. 0 when disabled, or when an input is a sequence or an optional
+  // (their shapes do not describe their items). Thread-safe.
   uint64_t epoch_for(const Tensor* const* inputs, size_t count);
 
  private:
-  const bool enabled_;
+  const EpochKey key_;
   std::mutex mu_;
   std::vector<std::pair<DataType, Shape>> last_;
+  std::vector<std::string> last_values_;  // per value key, its bytes
   uint64_t last_epoch_ = 0;
 };
 

@@ -23,7 +23,10 @@ using namespace epprof::rt::testing;
 
 class EpochRecorder final : public RunObserver {
  public:
-  void node_end(const NodeInfo& info, const NodeIo&) override { epochs.push_back(info.shape_epoch); }
+  // Top-level nodes only: a subgraph's nodes have epochs of their own.
+  void node_end(const NodeInfo& info, const NodeIo&) override {
+    if (info.node.name.find('/') == std::string::npos) epochs.push_back(info.shape_epoch);
+  }
   std::vector<uint64_t> epochs;
 };
 
@@ -110,12 +113,33 @@ TEST(ShapeEpochs, AShapeComputedFromShapesKeepsThem) {
   EXPECT_EQ(e[1], e[0]);
 }
 
-TEST(ShapeEpochs, AShapeGivenByTheCallerDisablesThem) {
+// A small integer input (here Reshape's shape, int64[2]) read as a value
+// joins the epoch's key: runs with the same contents share an epoch.
+TEST(ShapeEpochs, ASmallValueGivenByTheCallerJoinsTheKey) {
   auto in = [](std::vector<int64_t> shape) {
     return std::map<std::string, Tensor>{{"x", Tensor(DataType::Float, {2, 3})},
                                          {"shape", Tensor::from_vector<int64_t>({2}, shape)}};
   };
-  const auto e = run_epochs(reshape_by_caller(), {in({3, 2}), in({3, 2})});
+  const auto e = run_epochs(reshape_by_caller(), {in({3, 2}), in({3, 2}), in({6, 1}), in({3, 2})});
+  EXPECT_NE(e[0], 0u);
+  EXPECT_EQ(e[1], e[0]);
+  EXPECT_NE(e[2], e[1]);
+  EXPECT_NE(e[2], 0u);
+  EXPECT_NE(e[3], e[2]);
+  EXPECT_NE(e[3], 0u);
+}
+
+// A value input whose size is not declared (int64[K]) is not compared on
+// every run: the caller's shape disables the epochs.
+TEST(ShapeEpochs, AValueOfUndeclaredSizeGivenByTheCallerDisablesThem) {
+  onnx::ModelProto m;
+  m.ParseFromString(reshape_by_caller());
+  set_dims(m.mutable_graph()->mutable_input(1), {"K"});
+  auto in = [](std::vector<int64_t> shape) {
+    return std::map<std::string, Tensor>{{"x", Tensor(DataType::Float, {2, 3})},
+                                         {"shape", Tensor::from_vector<int64_t>({2}, shape)}};
+  };
+  const auto e = run_epochs(bytes(m), {in({3, 2}), in({3, 2})});
   EXPECT_EQ(e[0], 0u);
   EXPECT_EQ(e[1], 0u);
 }
@@ -153,9 +177,67 @@ TEST(ShapeEpochs, OpsThatReadValuesForShapesKeepThemOnlyWhenThoseValuesAreFixed)
   auto in = [](int64_t end) {
     return std::map<std::string, Tensor>{{"x", rows(2)}, {"ends", Tensor::from_vector<int64_t>({1}, {end})}};
   };
-  const auto given = run_epochs(clip_then_slice(true), {in(3), in(2)});
-  EXPECT_EQ(given[0], 0u);
-  EXPECT_EQ(given[1], 0u);
+  // ends (int64[1]) from the caller: keyed on its contents.
+  const auto given = run_epochs(clip_then_slice(true), {in(3), in(3), in(2)});
+  EXPECT_NE(given[0], 0u);
+  EXPECT_EQ(given[1], given[0]);
+  EXPECT_NE(given[2], given[1]);
+  EXPECT_NE(given[2], 0u);
+}
+
+// x[N,3], c (bool) -> If(c): then Relu(x) [N,3], else Transpose(x) [3,N].
+// The branch taken decides the output's shape; c's contents join the key.
+std::string if_on_input(bool cond_from_float) {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {1, 3});
+  set_dims(m.mutable_graph()->mutable_input(0), {"N", "3"});
+  std::string cond = "c";
+  if (cond_from_float) {  // c = Greater(f, 0) for a float input f[1]: not a key
+    add_io(m, true, "f", {1});
+    auto* zero = m.mutable_graph()->add_initializer();
+    zero->set_name("zero");
+    zero->set_data_type(onnx::TensorProto::FLOAT);
+    zero->add_float_data(0.0f);
+    add_node(m, "Greater", "greater", {"f", "zero"}, {"g"});
+    add_node(m, "Squeeze", "squeeze", {"g"}, {"c"});
+  } else {
+    add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+    m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
+  }
+  auto* n = add_node(m, "If", "if", {cond}, {"y"});
+  auto* then_g = graph_attr(n, "then_branch");
+  gnode(then_g, "Relu", "relu", {"x"}, {"t"});
+  gio(then_g, false, "t");
+  then_g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  auto* else_g = graph_attr(n, "else_branch");
+  gnode(else_g, "Transpose", "transpose", {"x"}, {"e"});
+  gio(else_g, false, "e");
+  else_g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  add_node(m, "Identity", "identity", {"y"}, {"z"});
+  add_io(m, false, "z", {});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  return bytes(m);
+}
+
+std::map<std::string, Tensor> if_inputs(int64_t n, bool c) {
+  return {{"x", rows(n)}, {"c", Tensor::from_vector<bool>({}, {c})}};
+}
+
+TEST(ShapeEpochs, AnIfOnASmallInputKeysOnItsCondition) {
+  const auto e = run_epochs(if_on_input(false),
+                            {if_inputs(2, true), if_inputs(2, true), if_inputs(2, false), if_inputs(2, true)});
+  EXPECT_NE(e[0], 0u);
+  EXPECT_EQ(e[1], e[0]);
+  EXPECT_NE(e[2], e[1]);
+  EXPECT_NE(e[2], 0u);
+  EXPECT_NE(e[3], e[2]);
+  // A condition computed from a float input's contents: no epochs.
+  auto in = [](float f) {
+    return std::map<std::string, Tensor>{{"x", rows(2)}, {"f", Tensor::from_vector<float>({1}, {f})}};
+  };
+  const auto none = run_epochs(if_on_input(true), {in(1), in(1)});
+  EXPECT_EQ(none[0], 0u);
+  EXPECT_EQ(none[1], 0u);
 }
 
 // The type/shape args of every node event named `event`, in time order.
@@ -198,13 +280,20 @@ TEST(ProfilingShapes, NodeEventsReportTheShapesOfTheirOwnRun) {
   EXPECT_EQ(shapes_in_trace(dir.file("relu.json"), "relu_kernel_time", "output_type_shape"),
             (std::vector<std::string>{"[{\"float\":[2,3]}]", "[{\"float\":[2,3]}]", "[{\"float\":[4,3]}]",
                                       "[{\"float\":[4,3]}]", "[{\"float\":[2,3]}]"}));
-  // No epochs here: the shapes must still follow the caller's values.
+  // Epochs keyed on the caller's values: the shapes follow them.
   runs.clear();
   for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 2}, {3, 2}, {6, 1}})
     runs.push_back({{"x", Tensor(DataType::Float, {2, 3})}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}});
   profile_runs(dir.file("reshape.json"), reshape_by_caller(), runs);
   EXPECT_EQ(shapes_in_trace(dir.file("reshape.json"), "reshape_kernel_time", "output_type_shape"),
             (std::vector<std::string>{"[{\"float\":[3,2]}]", "[{\"float\":[3,2]}]", "[{\"float\":[6,1]}]"}));
+  // The branch an If takes decides the shapes after it.
+  runs.clear();
+  for (bool c : {true, true, false, false, true}) runs.push_back(if_inputs(2, c));
+  profile_runs(dir.file("if.json"), if_on_input(false), runs);
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "identity_kernel_time", "output_type_shape"),
+            (std::vector<std::string>{"[{\"float\":[2,3]}]", "[{\"float\":[2,3]}]", "[{\"float\":[3,2]}]",
+                                      "[{\"float\":[3,2]}]", "[{\"float\":[2,3]}]"}));
 }
 
 // Names are byte strings: a node name with a NUL byte keeps every byte in
