@@ -207,18 +207,7 @@ class NodeSubgraphs final : public SubgraphRunner {
   // The epoch of this execution of the subgraph (0: none), from the shapes
   // of its inputs and of the outer values it reads.
   static uint64_t subgraph_epoch(const SubgraphPlan& sp, const std::vector<Tensor>& values) {
-    const size_t n = sp.plan->input_slots.size() + sp.plan->outer_slots.size();
-    const Tensor* inline_given[16];  // a Loop body's or an If branch's few values: no allocation
-    std::vector<const Tensor*> big;
-    const Tensor** given = inline_given;
-    if (n > 16) {
-      big.resize(n);
-      given = big.data();
-    }
-    size_t k = 0;
-    for (int id : sp.plan->input_slots) given[k++] = &values[static_cast<size_t>(id)];
-    for (int id : sp.plan->outer_slots) given[k++] = &values[static_cast<size_t>(id)];
-    return sp.epochs->epoch_for(given, n);
+    return sp.epochs->epoch_for(values, sp.plan->input_slots, sp.plan->outer_slots);
   }
 };
 

@@ -356,9 +356,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   detail::RunContext run;
   run.run_id = impl_->next_run_id.fetch_add(1);
   if (obs.count) {
-    std::vector<const Tensor*> given;
-    for (int id : s.plan.input_slots) given.push_back(&values[static_cast<size_t>(id)]);
-    run.shape_epoch = s.shape_epochs->epoch_for(given.data(), given.size());
+    run.shape_epoch = s.shape_epochs->epoch_for(values, s.plan.input_slots);
     if (!s.plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(s.plan.nodes.size());
   }
   const uint64_t run_id = run.run_id;

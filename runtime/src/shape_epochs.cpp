@@ -135,24 +135,31 @@ EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates)
   return key;
 }
 
-uint64_t ShapeEpochs::epoch_for(const Tensor* const* inputs, size_t count) {
+uint64_t ShapeEpochs::epoch_for(const std::vector<Tensor>& values, const std::vector<int>& first,
+                                const std::vector<int>& then) {
   if (!key_.enabled) return 0;
+  const size_t count = first.size() + then.size();
+  auto input = [&](size_t i) -> const Tensor& {
+    return values[static_cast<size_t>(i < first.size() ? first[i] : then[i - first.size()])];
+  };
   // A sequence's or an optional's shape says nothing of its items: no epoch.
   for (size_t i = 0; i < count; ++i)
-    if (!inputs[i]->is_dense()) return 0;
+    if (!input(i).is_dense()) return 0;
   auto bytes_of = [](const Tensor& t) { return std::string_view(static_cast<const char*>(t.raw()), t.byte_size()); };
+  auto keyed = [&](size_t i) { return i < key_.value_keys.size() && key_.value_keys[i]; };
   std::lock_guard<std::mutex> lock(mu_);
   bool same = last_epoch_ != 0 && last_.size() == count;
   for (size_t i = 0, v = 0; same && i < count; ++i) {
-    same = last_[i].first == inputs[i]->dtype() && last_[i].second == inputs[i]->shape();
-    if (same && i < key_.value_keys.size() && key_.value_keys[i]) same = last_values_[v++] == bytes_of(*inputs[i]);
+    const Tensor& t = input(i);
+    same = last_[i].first == t.dtype() && last_[i].second == t.shape();
+    if (same && keyed(i)) same = last_values_[v++] == bytes_of(t);
   }
   if (same) return last_epoch_;
   last_.clear();
   last_values_.clear();
   for (size_t i = 0; i < count; ++i) {
-    last_.emplace_back(inputs[i]->dtype(), inputs[i]->shape());
-    if (i < key_.value_keys.size() && key_.value_keys[i]) last_values_.emplace_back(bytes_of(*inputs[i]));
+    last_.emplace_back(input(i).dtype(), input(i).shape());
+    if (keyed(i)) last_values_.emplace_back(bytes_of(input(i)));
   }
   last_epoch_ = g_next_epoch.fetch_add(1, std::memory_order_relaxed);
   return last_epoch_;

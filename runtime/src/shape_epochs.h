@@ -36,12 +36,14 @@ EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates 
 class ShapeEpochs {
  public:
   explicit ShapeEpochs(EpochKey key) : key_(std::move(key)) {}
-  // The epoch of a run with these graph inputs (in the plan's input order):
+  // The epoch of a run whose graph inputs are values[first[i]] (in the
+  // plan's input order), then values[then[j]] (a subgraph's outer values):
   // the last run's when their types and shapes, and the contents of the
   // key's value inputs, are the same, otherwise a new one, unique in the
   // process. 0 when disabled, or when an input is a sequence or an optional
   // (their shapes do not describe their items). Thread-safe.
-  uint64_t epoch_for(const Tensor* const* inputs, size_t count);
+  uint64_t epoch_for(const std::vector<Tensor>& values, const std::vector<int>& first,
+                     const std::vector<int>& then = {});
 
  private:
   const EpochKey key_;
