@@ -1,6 +1,7 @@
 // Minimal use of the runtime API: load a model, feed random inputs (fixed seed),
 // time N runs, optionally save the outputs as TensorProto files.
 // usage: epprof_rt_time MODEL [RUNS] [sequential|parallel] [THREADS] [SAVE_DIR]
+// THREADS: intra-op threads (SessionOptions::intra_op_threads; 0 = the default)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 20;
   SessionOptions options;
   if (argc > 3 && std::string(argv[3]) == "parallel") options.executor = ExecutorKind::Parallel;
-  if (argc > 4) options.threads = std::atoi(argv[4]);
+  if (argc > 4) options.intra_op_threads = std::atoi(argv[4]);
   try {
     Session session(argv[1], options);
     std::mt19937 rng(7);

@@ -13,6 +13,7 @@ const char* to_string(ErrorKind kind) noexcept {
     case ErrorKind::BadInitializer: return "bad initializer";
     case ErrorKind::BadInput: return "bad input";
     case ErrorKind::Kernel: return "kernel error";
+    case ErrorKind::BadOption: return "bad session option";
   }
   return "error";
 }

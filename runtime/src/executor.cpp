@@ -86,6 +86,7 @@ class SequentialExecutor final : public Executor {
  public:
   const char* name() const override { return "SequentialExecutor"; }
   bool nodes_on_calling_thread() const override { return true; }
+  int threads() const override { return 0; }
   void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                const RunContext& run) override {
     Releaser rel(plan);
@@ -101,6 +102,7 @@ class ParallelExecutor final : public Executor {
   explicit ParallelExecutor(int threads) : pool_(threads) {}
   const char* name() const override { return "ParallelExecutor"; }
   bool nodes_on_calling_thread() const override { return false; }
+  int threads() const override { return pool_.size(); }
 
   void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                const RunContext& run) override {

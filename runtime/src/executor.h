@@ -78,6 +78,8 @@ class Executor {
   virtual const char* name() const = 0;
   // Whether every node runs on the thread that calls execute().
   virtual bool nodes_on_calling_thread() const = 0;
+  // The size of its thread pool; 0 when it has none (nodes run on the caller).
+  virtual int threads() const = 0;
   // `values` holds constants and inputs on entry, every kept slot on return.
   virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                        const RunContext& run) = 0;

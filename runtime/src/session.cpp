@@ -10,6 +10,7 @@
 #include "executor.h"
 #include "shape_epochs.h"
 #include "model.h"
+#include "threading.h"
 
 namespace epprof::rt {
 
@@ -24,6 +25,7 @@ struct Session::Impl {
   std::unique_ptr<detail::Executor> executor;
   std::atomic<uint64_t> next_run_id{1};
   std::unique_ptr<detail::ShapeEpochs> shape_epochs;
+  int intra_op_threads = 1;  // options.intra_op_threads resolved (never 0)
 };
 
 namespace {
@@ -283,7 +285,23 @@ std::vector<bool> epoch_key_candidates(const Session::Impl& s) {
   return out;
 }
 
+void check_thread_option(const char* name, int value) {
+  if (value < 0 || value > SessionOptions::kMaxThreads)
+    throw Error(ErrorKind::BadOption, std::string("SessionOptions::") + name + " must be in 0.." +
+                                          std::to_string(SessionOptions::kMaxThreads) + " (0: the default), got " +
+                                          std::to_string(value));
+}
+
 }  // namespace
+
+int default_intra_op_threads() {
+  static const int n = [] {
+    const int cores = detail::physical_cores();
+    return std::clamp(cores > 0 ? cores : static_cast<int>(std::thread::hardware_concurrency() / 2), 1,
+                      SessionOptions::kMaxThreads);
+  }();
+  return n;
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -291,6 +309,10 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
                                                    const std::string* bytes) {
   auto s = std::make_unique<Session::Impl>();
   s->options = std::move(options);
+  check_thread_option("intra_op_threads", s->options.intra_op_threads);
+  check_thread_option("inter_op_threads", s->options.inter_op_threads);
+  s->intra_op_threads =
+      s->options.intra_op_threads > 0 ? s->options.intra_op_threads : default_intra_op_threads();
   {
     PhaseScope phase(s->options.observer, SessionPhase::ModelLoading, name);
     detail::LoadOptions lo;
@@ -308,8 +330,8 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
   build_top_level_plan(*s);
   s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::prove_epochs(s->plan, epoch_key_candidates(*s)));
   if (s->options.executor == ExecutorKind::Parallel) {
-    int threads = s->options.threads;
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int threads = s->options.inter_op_threads;
+    if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     s->executor = detail::make_parallel_executor(threads);
   } else {
     s->executor = detail::make_sequential_executor();
@@ -333,6 +355,8 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->model.output
 const std::vector<Node>& Session::nodes() const { return impl_->model.nodes; }
 const std::string& Session::provider_of(size_t i) const { return impl_->provider_names.at(impl_->node_provider.at(i)); }
 const char* Session::executor_name() const { return impl_->executor->name(); }
+int Session::intra_op_threads() const { return impl_->intra_op_threads; }
+int Session::inter_op_threads() const { return impl_->executor->threads(); }
 int Session::opset() const { return impl_->model.opset; }
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const RunOptions& options) {
@@ -350,6 +374,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
     check_input(info, it->second);
     values[static_cast<size_t>(s.plan.input_slots[i])] = it->second;
   }
+  detail::set_blas_threads(s.intra_op_threads);
   detail::Observers obs;
   obs.add(s.options.observer);
   obs.add(options.observer);

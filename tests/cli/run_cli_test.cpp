@@ -3,15 +3,21 @@
 // independent of epprof's writer) and checked for what issue 3 and issue 4
 // promise: ONNX Runtime's events, every device event attributed to the node
 // that caused it, flows, per-scope traces, clear errors on bad input.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "epprof/rt/tensor_io.h"
@@ -507,6 +513,119 @@ TEST(RunCli, CommandLineErrors) {
   r = epprof({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("--ep LIST"), std::string::npos);
+}
+
+// ---- issue 14: --threads governs all intra-op threads ----
+
+// Runs `epprof run ARGS...` (stdout to /dev/null) and samples every thread's
+// CPU time (utime + stime, clock ticks, /proc/PID/task/*/stat) until it
+// exits: each thread's last sample. Returns the exit status.
+int run_sampling_threads(const std::vector<std::string>& args, std::map<int, long>& ticks) {
+  std::vector<std::string> words = {EPPROF_CLI_PATH, "run"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid < 0) return -1;
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (DIR* dir = opendir(task_dir.c_str())) {
+      while (dirent* e = readdir(dir)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        std::ifstream in(task_dir + "/" + e->d_name + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const size_t paren = stat.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream fields(stat.substr(paren + 2));
+        std::string f;
+        long cpu = 0;
+        for (int i = 3; i <= 15 && fields >> f; ++i)  // 14: utime, 15: stime
+          if (i == 14 || i == 15) cpu += std::stol(f);
+        ticks[std::stoi(e->d_name)] = cpu;
+      }
+      closedir(dir);
+    }
+    usleep(5000);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(RunCli, ThreadsOneKeepsTheSequentialRunsOnOneThread) {
+  TempDir dir;
+  const std::string out = dir.file("t1.json");
+  std::map<int, long> ticks;
+  ASSERT_EQ(run_sampling_threads({"--threads", "1", "--runs", "150", "--no-table", "--output", out}, ticks), 0);
+  long busiest = 0, total = 0;
+  for (const auto& [tid, t] : ticks) busiest = std::max(busiest, t), total += t;
+  ASSERT_GE(busiest, 20) << "the runs took too little CPU time to judge";
+  // Clock ticks are 10 ms: beside the one working thread, a few stray ticks
+  // (start-up, the profiler's slab provisioner) and no more.
+  EXPECT_LE(total - busiest, 3 + busiest / 50) << "threads other than the busiest worked: " << total - busiest
+                                                << " ticks beside " << busiest;
+  // The trace agrees: every node ran on one thread, and the settings are recorded.
+  const auto trace = epprof::testing::read_trace(out);
+  std::set<int64_t> tids;
+  for (const auto& n : events_of(trace, "Node")) tids.insert(n.tid);
+  EXPECT_EQ(tids.size(), 1u);
+  const TraceEvent* meta = metadata(trace);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->arg("intra_op_threads"), "1");
+  EXPECT_EQ(meta->arg("inter_op_threads"), "0");
+  EXPECT_EQ(meta->arg("executor"), "sequential");
+}
+
+TEST(RunCli, ThreadsTwoPutsASecondThreadToWork) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no second thread can run at once";
+  TempDir dir;
+  std::map<int, long> ticks;
+  ASSERT_EQ(run_sampling_threads({"--threads", "2", "--runs", "150", "--no-table", "--no-profile"}, ticks), 0);
+  std::vector<long> sorted;
+  for (const auto& [tid, t] : ticks) sorted.push_back(t);
+  std::sort(sorted.rbegin(), sorted.rend());
+  ASSERT_GE(sorted.size(), 2u);
+  EXPECT_GE(sorted[1], 5) << "no second thread worked with --threads 2 (busiest " << sorted[0] << " ticks)";
+}
+
+TEST(RunCli, ThreadSettingsAreCheckedAndRecorded) {
+  TempDir dir;
+  for (const char* bad : {"0", "300", "-1", "two"}) {
+    Result r = epprof({"--threads", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.output.find("--threads needs an integer in 1..256"), std::string::npos) << r.output;
+    r = epprof({"--executor", "parallel", "--inter-op-threads", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.output.find("--inter-op-threads needs an integer in 1..256"), std::string::npos) << r.output;
+  }
+  // The sequential executor has no inter-op pool: the option is refused, whatever its place.
+  for (const auto& args : {std::vector<std::string>{"--inter-op-threads", "2"},
+                           std::vector<std::string>{"--inter-op-threads", "2", "--executor", "sequential"}}) {
+    Result r = epprof(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("add --executor parallel"), std::string::npos) << r.output;
+  }
+  const std::string out = dir.file("p.json");
+  Result r = epprof({"--inter-op-threads", "3", "--executor", "parallel", "--threads", "1", "--runs", "2",
+                     "--no-table", "--output", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("intra-op threads 1, inter-op threads 3"), std::string::npos) << r.output;
+  const TraceEvent* meta = nullptr;
+  const auto trace = epprof::testing::read_trace(out);
+  meta = metadata(trace);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->arg("executor"), "parallel");
+  EXPECT_EQ(meta->arg("intra_op_threads"), "1");
+  EXPECT_EQ(meta->arg("inter_op_threads"), "3");
+  r = epprof({"--help"});
+  EXPECT_NE(r.output.find("--inter-op-threads N"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("one per physical core"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ inline void expect_model_matches_cpu(const std::shared_ptr<PluginExecutionProvid
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-3, 1e-4, name + " output " + std::to_string(i));
   SessionOptions parallel = with({ep, make_cpu_execution_provider()});
   parallel.executor = ExecutorKind::Parallel;
-  parallel.threads = 2;
+  parallel.inter_op_threads = 2;
   Session par(path, parallel);
   const auto got_par = par.run(in);
   for (size_t i = 0; i < got.size(); ++i)

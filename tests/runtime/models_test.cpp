@@ -41,7 +41,7 @@ TEST_P(BundledModel, RunsAndParallelIsBitIdenticalToSequential) {
   Session seq(model_path(GetParam()));
   SessionOptions po;
   po.executor = ExecutorKind::Parallel;
-  po.threads = 3;
+  po.inter_op_threads = 3;
   Session par(model_path(GetParam()), po);
   EXPECT_STREQ(seq.executor_name(), "SequentialExecutor");
   EXPECT_STREQ(par.executor_name(), "ParallelExecutor");
@@ -146,7 +146,7 @@ TEST(Observer, ParallelExecutorCallsHooksOnWorkerThreads) {
   RecordingObserver obs;
   SessionOptions so;
   so.executor = ExecutorKind::Parallel;
-  so.threads = 2;
+  so.inter_op_threads = 2;
   so.observer = &obs;
   Session s(model_path("transformer"), so);
   s.run(random_inputs(s, 3));
@@ -157,7 +157,7 @@ TEST(Observer, ParallelExecutorCallsHooksOnWorkerThreads) {
 TEST(Session, ConcurrentRunsOnOneSession) {
   SessionOptions so;
   so.executor = ExecutorKind::Parallel;
-  so.threads = 2;
+  so.inter_op_threads = 2;
   Session s(model_path("cnn"), so);
   const auto in = random_inputs(s, 9);
   const auto want = s.run(in);

@@ -133,7 +133,7 @@ TEST(OpsControlFlow, IfBranchesReadOuterScopeValues) {
   // The parallel executor waits for the values the branches read (xs).
   SessionOptions so;
   so.executor = ExecutorKind::Parallel;
-  so.threads = 2;
+  so.inter_op_threads = 2;
   Session p = Session::from_bytes(if_model(), so);
   for (int i = 0; i < 20; ++i)
     EXPECT_EQ(floats(p.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(true)}})[0]), (std::vector<float>{6, 12}));

@@ -142,7 +142,7 @@ TEST(PluginEp, ItsProfilerTagsKernelsWithTheNodesCorrelationId) {
   const epprof_trace_stats stats = record_device_trace(ep, path, [&](const RunOptions& ro) {
     SessionOptions o = with({ep, make_cpu_execution_provider()});
     o.executor = ExecutorKind::Parallel;
-    o.threads = 2;
+    o.inter_op_threads = 2;
     Session s(Session::from_bytes(mixed_model(), o));
     for (int i = 0; i < 3; ++i) s.run(inputs(), ro);
   });

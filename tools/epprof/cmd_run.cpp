@@ -16,6 +16,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.h"
@@ -38,7 +39,8 @@ struct Options {
   std::string model;  // empty: the bundled CNN
   std::vector<std::string> eps = {"cpu"};
   rt::ExecutorKind executor = rt::ExecutorKind::Sequential;
-  int threads = 0;
+  int threads = 0;           // intra-op; 0: the runtime's default (ONNX Runtime's)
+  int inter_op_threads = 0;  // parallel executor's pool; 0: hardware concurrency
   int runs = 10;
   int warmup = 1;
   uint64_t seed = 42;
@@ -73,7 +75,13 @@ void print_help() {
       "                       plugin refused at load (no device) is skipped with a warning\n"
       "                       when EPs follow it, and an error when it is the last one.\n"
       "  --executor KIND      sequential (default) or parallel\n"
-      "  --threads N          parallel executor threads, 1..256 (default: all cores)\n"
+      "  --threads N          intra-op threads, 1..256: the threads one node may use\n"
+      "                       (OpenBLAS's, for MatMul, Gemm, Conv and the like). Default:\n"
+      "                       ONNX Runtime's, one per physical core (%d here). With the\n"
+      "                       sequential executor, --threads 1 runs everything on one thread\n"
+      "  --inter-op-threads N parallel executor threads (nodes run at once), 1..256;\n"
+      "                       only with --executor parallel (default: %u, the logical CPUs).\n"
+      "                       Its nodes share the --threads intra-op threads\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
@@ -102,7 +110,7 @@ void print_help() {
       "\n"
       "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
       "message names the problem), 2 for a bad command line.\n",
-      counter_options_help());
+      rt::default_intra_op_threads(), std::max(1u, std::thread::hardware_concurrency()), counter_options_help());
 }
 
 std::string basename_no_ext(const std::string& path) {
@@ -149,12 +157,14 @@ int parse(int argc, char** argv, Options& o) {
       if (std::strcmp(v, "sequential") == 0) o.executor = rt::ExecutorKind::Sequential;
       else if (std::strcmp(v, "parallel") == 0) o.executor = rt::ExecutorKind::Parallel;
       else return usage_error(kCommand, std::string("--executor: unknown executor '") + v + "' (sequential or parallel)");
-    } else if (a == "--threads" || a == "--runs" || a == "--warmup" || a == "--seed") {
-      const int64_t lo = a == "--threads" || a == "--runs" ? 1 : 0;
-      const int64_t hi = a == "--threads" ? 256 : a == "--seed" ? INT64_MAX : 1000000;
+    } else if (a == "--threads" || a == "--inter-op-threads" || a == "--runs" || a == "--warmup" || a == "--seed") {
+      const bool threads = a == "--threads" || a == "--inter-op-threads";
+      const int64_t lo = threads || a == "--runs" ? 1 : 0;
+      const int64_t hi = threads ? 256 : a == "--seed" ? INT64_MAX : 1000000;
       if (!(v = need(i)) || !parse_int(v, lo, hi, &n))
         return usage_error(kCommand, a + " needs an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
       if (a == "--threads") o.threads = int(n);
+      if (a == "--inter-op-threads") o.inter_op_threads = int(n);
       if (a == "--runs") o.runs = int(n);
       if (a == "--warmup") o.warmup = int(n);
       if (a == "--seed") o.seed = uint64_t(n);
@@ -190,6 +200,10 @@ int parse(int argc, char** argv, Options& o) {
   }
   if (check_counter_options(o.counters) < 0) return kExitUsage;
   if (o.run_profiling && !o.profile) return usage_error(kCommand, "--run-profiling and --no-profile exclude each other");
+  if (o.inter_op_threads && o.executor != rt::ExecutorKind::Parallel)
+    return usage_error(kCommand,
+                       "--inter-op-threads sizes the parallel executor's pool: add --executor parallel "
+                       "(--threads sets the intra-op threads)");
   return kExitOk;
 }
 
@@ -397,7 +411,8 @@ int execute(const Options& o) {
   rt::SessionOptions so;
   so.providers = make_eps(o.eps);
   so.executor = o.executor;
-  so.threads = o.threads;
+  so.intra_op_threads = o.threads;
+  so.inter_op_threads = o.inter_op_threads;
   std::vector<epprof_plugin_t> plugins = load_plugins(o);
   if (o.profile) {
     for (epprof_plugin_t p : register_ep_profilers(so)) plugins.push_back(p);
@@ -422,6 +437,16 @@ int execute(const Options& o) {
   }
   rt::Session session(model, so);
   const auto inputs_data = make_inputs(session, o);
+  if (session_profiler) {
+    // The thread settings the runs use, resolved (defaults included).
+    const std::pair<const char*, std::string> settings[] = {
+        {"executor", o.executor == rt::ExecutorKind::Parallel ? "parallel" : "sequential"},
+        {"intra_op_threads", std::to_string(session.intra_op_threads())},
+        {"inter_op_threads", std::to_string(session.inter_op_threads())}};
+    for (const auto& [key, value] : settings)
+      if (epprof_status* st = epprof_profiler_set_metadata(session_profiler->profiler(), key, value.c_str()))
+        epprof_status_release(st);
+  }
 
   // APPLICATION replay (--counters) runs the whole workload (warm-up and
   // measured runs) once per pass; the per-op time table covers the first.
@@ -476,8 +501,10 @@ int execute(const Options& o) {
 
   std::string eps;
   for (const auto& ep : o.eps) eps += (eps.empty() ? "" : ",") + ep;
-  std::printf("model: %s (%zu nodes, %s, ep %s)\n", model.c_str(), session.nodes().size(),
-              session.executor_name(), eps.c_str());
+  std::string threads = "intra-op threads " + std::to_string(session.intra_op_threads());
+  if (session.inter_op_threads()) threads += ", inter-op threads " + std::to_string(session.inter_op_threads());
+  std::printf("model: %s (%zu nodes, %s, %s, ep %s)\n", model.c_str(), session.nodes().size(),
+              session.executor_name(), threads.c_str(), eps.c_str());
   if (completed > 0)
     std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
                 passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "", wall_ms / double(completed));

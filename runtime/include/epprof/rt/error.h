@@ -15,6 +15,7 @@ enum class ErrorKind {
   BadInitializer,    // initializer data disagrees with its dims or type
   BadInput,          // run-time input of the wrong name, type or shape
   Kernel,            // a kernel rejected its inputs at run time
+  BadOption,         // a SessionOptions value out of range
 };
 
 const char* to_string(ErrorKind kind) noexcept;

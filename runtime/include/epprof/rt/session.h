@@ -16,13 +16,45 @@ namespace epprof::rt {
 
 enum class ExecutorKind { Sequential, Parallel };
 
+// Thread settings, as ONNX Runtime splits them (SessionOptions
+// intra_op_num_threads / inter_op_num_threads):
+//
+// - intra_op_threads: the threads one node's computation may use. It
+//   governs every intra-op parallel loop of the CPU EP: today those are
+//   OpenBLAS's (MatMul, Gemm, Conv, ConvTranspose, RNNs, MatMulInteger),
+//   the runtime has none of its own. 1 runs each node on the thread that
+//   runs it. 0 → default_intra_op_threads(), ONNX Runtime's default.
+//   OpenBLAS's thread count is process-global: each run() sets it to its
+//   session's value before its first node (a no-op when it already is), so
+//   sessions with different settings run correctly one after another; runs
+//   of such sessions that overlap in time share the value set last.
+// - inter_op_threads: the parallel executor's pool (nodes that run at
+//   once); 0 → hardware concurrency. The sequential executor has no pool
+//   and ignores it. Nodes running at once on the pool share OpenBLAS's one
+//   pool of intra_op_threads (as ONNX Runtime's parallel executor shares
+//   its intra-op pool), so a run keeps at most inter_op_threads +
+//   intra_op_threads - 1 threads busy rather than their product.
 struct SessionOptions {
   std::vector<std::shared_ptr<ExecutionProvider>> providers;  // priority order; empty → CPU EP
   ExecutorKind executor = ExecutorKind::Sequential;
-  int threads = 0;                 // parallel executor pool size; 0 → hardware concurrency
+  int intra_op_threads = 0;        // 0..kMaxThreads; 0 → default_intra_op_threads()
+  int inter_op_threads = 0;        // 0..kMaxThreads; parallel executor only; 0 → hardware concurrency
   RunObserver* observer = nullptr;  // session-wide observer (not owned); also sees load/init phases
   bool shape_inference = true;     // run ONNX shape inference at load (failures are ignored)
+
+  static constexpr int kMaxThreads = 1024;  // larger values are refused (ErrorKind::BadOption)
 };
+
+// ONNX Runtime's intra-op default (intra_op_num_threads = 0): one thread
+// per physical core. ORT's CreateThreadPoolHelper (core/util/thread_utils.cc)
+// sizes the default pool from Env::GetDefaultThreadAffinities(), which on
+// Linux (core/platform/posix/env.cc) is one entry per core counted by
+// cpuinfo_get_cores_count(), else std::thread::hardware_concurrency() / 2;
+// the calling thread counts as one of them. Here: distinct (package, core)
+// pairs of the online CPUs in /sys/devices/system/cpu, else the same
+// fallback; at least 1. Like ORT, it ignores the process's CPU affinity
+// mask and cgroup quota.
+int default_intra_op_threads();
 
 struct RunOptions {
   RunObserver* observer = nullptr;  // per-run observer, called in addition to the session one
@@ -42,6 +74,8 @@ class Session {
   const std::vector<Node>& nodes() const;      // topological order
   const std::string& provider_of(size_t node_index) const;
   const char* executor_name() const;
+  int intra_op_threads() const;                 // resolved: options' value, or the default for 0
+  int inter_op_threads() const;                 // the parallel executor's pool size; 0 for the sequential one
   int opset() const;                            // default-domain opset of the model
 
   // Inputs by name; outputs in outputs() order. Throws Error(BadInput) on a missing,
