@@ -224,7 +224,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // four blocks, `k` recorded runs of each stream: epprof 1 thread (off and
 // on), ORT 1, epprof 2, ORT 2, in an order that rotates from round to round.
 // The number of runs per stream is what fits in `budget_s` (from the
-// warm-up's times), within [min_runs, max_runs], in about 20 rounds.
+// warm-up's times), within [min_runs, max_runs], in about 20 rounds; each
+// block's unrecorded first run comes on top.
 Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, double budget_s, int min_runs,
             int max_runs) {
   Row r;
