@@ -258,14 +258,17 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     // threads (OpenBLAS's workers sleep when idle, and on a loaded 2-core
     // machine a woken one can wait milliseconds for a CPU) and for caches the
     // other runtime evicted. The medians are of steady-state runs.
+    int pairs = 0;  // off/on pairs run so far
     auto epprof_block = [&](int threads, int k, bool with_profiling, std::vector<double>& t, std::vector<double>& tp) {
       openblas_set_num_threads(threads);
       off.run(in);
       if (with_profiling) on.run(in);
       for (int i = 0; i < k; ++i) {
-        // Alternate which of off/on goes first, so neither always runs on a warmer cache.
+        // Alternate which of off/on goes first (across blocks too: a block
+        // may hold one pair), so neither always runs on a warmer cache.
+        const int first = with_profiling ? pairs++ % 2 : 0;
         for (int j = 0; j < (with_profiling ? 2 : 1); ++j) {
-          const bool profiled = with_profiling && (i + j) % 2 == 1;
+          const bool profiled = with_profiling && (first + j) % 2 == 1;
           const auto t0 = std::chrono::steady_clock::now();
           (profiled ? on : off).run(in);
           (profiled ? tp : t).push_back(ms_since(t0));
@@ -429,24 +432,31 @@ int main(int argc, char** argv) {
       if (r.e1 / r.e2 < r.o1 / r.o2) slower_x2 += (slower_x2.empty() ? "" : ", ") + r.model;
     }
   }
-  auto verdict = [](bool pass) { return pass ? "PASS" : "MISS"; };
+  // One line per target: what, the measured value, the target, the verdict.
+  auto line = [](const std::string& what, const std::string& value, const std::string& target, bool pass,
+                 const std::string& note = "") {
+    std::printf("%-58s %7s   %-8s %s%s\n", what.c_str(), value.c_str(), target.c_str(), pass ? "PASS" : "MISS",
+                note.c_str());
+  };
+  auto fixed = [](double v, int digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
   std::printf("\n");
   if (n) {
     const double geomean = std::exp(log_sum / n);
-    std::printf("geometric mean of the 1-thread ratio (%d models)   %6.3f   target <= 1.2   %s\n", n, geomean,
-                verdict(geomean <= 1.2));
-    std::printf("worst model, 1-thread ratio (%-18s)  %6.3f   target <= 1.5   %s\n", worst_model.c_str(), worst_ratio,
-                verdict(worst_ratio <= 1.5));
-    std::printf("2-thread speed-up >= ONNX Runtime's on the conv models (*): %d of %d   %s%s%s\n",
-                conv_models - int(std::count(slower_x2.begin(), slower_x2.end(), ',') + !slower_x2.empty()),
-                conv_models, verdict(slower_x2.empty()), slower_x2.empty() ? "" : "   (below: ",
-                slower_x2.empty() ? "" : (slower_x2 + ")").c_str());
+    line("geometric mean of the 1-thread ratio (" + std::to_string(n) + " models)", fixed(geomean, 3), "<= 1.2",
+         geomean <= 1.2);
+    line("worst 1-thread ratio (" + worst_model + ")", fixed(worst_ratio, 3), "<= 1.5", worst_ratio <= 1.5);
+    const int below = slower_x2.empty() ? 0 : int(std::count(slower_x2.begin(), slower_x2.end(), ',')) + 1;
+    line("conv models (*) whose 2-thread speed-up >= ONNX Runtime's", std::to_string(conv_models - below),
+         "all " + std::to_string(conv_models), below == 0, below ? "   below: " + slower_x2 : "");
   } else {
     std::printf("no ONNX Runtime timings: the ratio targets are not judged\n");
   }
   if (!worst_prof_model.empty())
-    std::printf("profiling on/off, worst model (%-18s)   %6.4f   target <= 1.03  %s\n", worst_prof_model.c_str(),
-                worst_prof, verdict(worst_prof <= 1.03));
+    line("worst profiling on/off (" + worst_prof_model + ")", fixed(worst_prof, 4), "<= 1.03", worst_prof <= 1.03);
   std::printf(
       "\nratio: epprof 1t / ORT 1t (medians). ep x2 / ORT x2: 1-thread / 2-thread median, each runtime's speed-up.\n"
       "max rel err: max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's (1 thread).\n"
