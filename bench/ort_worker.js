@@ -26,11 +26,12 @@ const path = require('path');
 const readline = require('readline');
 
 const ortDir = process.argv[2];
-let ort, binding;
+let ort, binding;  // the package, and its native binding (dist/binding.js)
 try {
   ort = require(ortDir);
-  binding = require(path.join(ortDir, 'dist', 'binding'));
-  binding.initOrt();
+  const native = require(path.join(ortDir, 'dist', 'binding'));
+  native.initOrt();
+  binding = native.binding;
 } catch (e) {
   process.stdout.write(`error cannot load onnxruntime-node from ${ortDir}: ${String(e.message).split('\n')[0]}\n`);
   process.exit(1);
@@ -81,7 +82,7 @@ function readTensor(file) {
 let sessions = null, feeds = null, fetches = null;
 
 function open(model, threads) {
-  const s = new binding.binding.InferenceSession();
+  const s = new binding.InferenceSession();
   s.loadModel(model, { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
                        executionMode: 'sequential' });
   return s;
@@ -122,6 +123,7 @@ const commands = {
     return null;
   },
   free() {
+    for (const s of Object.values(sessions || {})) s.dispose();
     sessions = feeds = fetches = null;
     return 'ok';
   },
