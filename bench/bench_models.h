@@ -60,6 +60,7 @@ inline std::vector<ModelRef> real_models(const std::string& cache) {
 // kernels so small that the hooks run with warm caches, which isolates the
 // profiler's own cost from the cache misses a real kernel inflicts on it.
 // Width 2^18 (relu_chain_cold): 1 MiB tensors that evict the caches.
+// One Relu on [1,1] (epprof_ort_bench's relu_1): a runtime's fixed cost per call.
 inline std::string relu_chain_model(int n, int64_t width) {
   onnx::ModelProto m;
   m.set_ir_version(8);

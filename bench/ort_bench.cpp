@@ -92,7 +92,8 @@ class OrtWorker {
       throw std::runtime_error("the ONNX Runtime worker is gone");
     const std::string reply = line();
     if (reply == "ok" || reply.rfind("ok ", 0) == 0) return reply.size() > 3 ? reply.substr(3) : "";
-    throw std::runtime_error("ONNX Runtime: " + (reply.empty() ? std::string("the worker exited") : reply.substr(reply.rfind("error ", 0) == 0 ? 6 : 0)));
+    if (reply.empty()) throw std::runtime_error("ONNX Runtime: the worker exited");
+    throw std::runtime_error("ONNX Runtime: " + reply.substr(reply.rfind("error ", 0) == 0 ? 6 : 0));
   }
 
   std::vector<double> run(int threads, int n) {
@@ -118,7 +119,8 @@ class OrtWorker {
       std::string name(name_bytes, '\0');
       if (!h || std::fread(name.data(), 1, name_bytes, from_) != name_bytes)
         throw std::runtime_error("ONNX Runtime: bad output header");
-      if (!is_supported_type(type)) throw std::runtime_error("ONNX Runtime: output " + name + " has an unsupported type");
+      if (!is_supported_type(type))
+        throw std::runtime_error("ONNX Runtime: output " + name + " has an unsupported type");
       Tensor t(DataType(type), shape);
       if (t.byte_size() != bytes || std::fread(t.raw_mutable(), 1, bytes, from_) != bytes)
         throw std::runtime_error("ONNX Runtime: short output " + name);
@@ -352,7 +354,8 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a worker that died is reported by the write, not by a signal
 
   std::vector<ModelRef> models;
-  for (const char* name : {"mlp", "cnn", "transformer"}) models.push_back({name, dir + "/" + name + ".onnx", {}, false, {}});
+  for (const char* name : {"mlp", "cnn", "transformer"})
+    models.push_back({name, dir + "/" + name + ".onnx", {}, false, {}});
   std::unique_ptr<OrtWorker> ort;
   std::string ort_status;
   try {
