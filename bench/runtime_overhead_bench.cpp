@@ -20,22 +20,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_models.h"
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
-#include "onnx/onnx_pb.h"
 
 namespace {
 
 using namespace epprof::rt;
+using namespace epprof::bench;
 
 // Forwards every callback to `inner`, accumulating the TSC ticks spent in
 // the node callbacks, per run (a run that is preempted inside a hook would
@@ -131,82 +129,11 @@ class FloorObserver final : public RunObserver {
   uint64_t start_ = 0;
 };
 
-// A chain of `n` Relu nodes on a [1, width] tensor. Width 64 (relu_chain):
-// kernels so small that the hooks run with warm caches, which isolates the
-// profiler's own cost from the cache misses a real kernel inflicts on it.
-// Width 2^18 (relu_chain_cold): 1 MiB tensors that evict the caches.
-std::string relu_chain_model(int n, int64_t width) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* opset = m.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  auto* g = m.mutable_graph();
-  g->set_name("relu_chain");
-  auto io = [width](onnx::ValueInfoProto* v, const std::string& name) {
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    tt->mutable_shape()->add_dim()->set_dim_value(1);
-    tt->mutable_shape()->add_dim()->set_dim_value(width);
-  };
-  io(g->add_input(), "t0");
-  for (int i = 0; i < n; ++i) {
-    auto* node = g->add_node();
-    node->set_op_type("Relu");
-    node->set_name("relu" + std::to_string(i));
-    node->add_input("t" + std::to_string(i));
-    node->add_output("t" + std::to_string(i + 1));
-  }
-  io(g->add_output(), "t" + std::to_string(n));
-  return m.SerializeAsString();
-}
-
-// A model to measure: a bundled one (path), a relu chain (built in memory,
-// by name), or a real model of the cache with its reference inputs.
-struct ModelRef {
-  std::string name, path;
-  std::map<std::string, Tensor> inputs;  // empty: random inputs
-  bool real = false;
-};
-
+// A bundled or real model (its path), or a relu chain built in memory (by name).
 Session open_model(const ModelRef& m, SessionOptions opts) {
   if (m.name == "relu_chain") return Session::from_bytes(relu_chain_model(200, 64), std::move(opts));
   if (m.name == "relu_chain_cold") return Session::from_bytes(relu_chain_model(50, 1 << 18), std::move(opts));
   return Session(m.path, std::move(opts));
-}
-
-// The real models of a model cache (manifest.txt, written by
-// scripts/fetch_models.sh: "id model-file reference-dir tolerance inputs
-// outputs"), each with its reference inputs. Throws when unreadable.
-std::vector<ModelRef> real_models(const std::string& cache) {
-  std::ifstream in(cache + "/manifest.txt");
-  if (!in) throw std::runtime_error("no " + cache + "/manifest.txt: run scripts/fetch_models.sh");
-  std::vector<ModelRef> models;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    ModelRef m;
-    std::string model, ref, tolerance;
-    int inputs = 0;
-    if (!(fields >> m.name >> model >> ref >> tolerance >> inputs))
-      throw std::runtime_error(cache + "/manifest.txt: malformed line '" + line + "'");
-    m.path = cache + "/" + model;
-    m.real = true;
-    for (int k = 0; k < inputs; ++k) {
-      NamedTensor t = read_tensor_file(cache + "/" + ref + "/input_" + std::to_string(k) + ".pb");
-      m.inputs[t.name] = t.tensor;
-    }
-    models.push_back(std::move(m));
-  }
-  return models;
-}
-
-std::string default_model_cache() {
-  if (const char* env = std::getenv("EPPROF_MODEL_CACHE"); env && *env) return env;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "") + "/.cache/epprof/models";
 }
 
 double ns_per_tick() {
@@ -217,26 +144,6 @@ double ns_per_tick() {
   uint64_t c1 = __rdtsc();
   double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   return ns / double(c1 - c0);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::map<std::string, Tensor> random_inputs(const Session& s) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::map<std::string, Tensor> in;
-  for (const auto& i : s.inputs()) {
-    Shape shape = i.shape;
-    for (auto& d : shape) d = d < 0 ? 1 : d;
-    Tensor t(i.type, shape);
-    if (i.type == DataType::Float)
-      for (int64_t k = 0; k < t.size(); ++k) t.mutable_data<float>()[k] = u(rng);
-    in[i.name] = t;
-  }
-  return in;
 }
 
 // The clock_error_bound_ns a plugin recorded in the trace's metadata.
@@ -424,7 +331,7 @@ int main(int argc, char** argv) {
   std::vector<ModelRef> models;
   if (!real_only)
     for (const char* name : {"mlp", "cnn", "transformer", "relu_chain", "relu_chain_cold"})
-      models.push_back(ModelRef{name, dir + "/" + name + ".onnx", {}, false});
+      models.push_back(ModelRef{name, dir + "/" + name + ".onnx", {}, false, {}});
   if (real) {
     try {
       for (auto& m : real_models(cache)) models.push_back(std::move(m));

@@ -1,0 +1,474 @@
+// epprof_ort_bench: epprof's reference runtime against ONNX Runtime 1.30
+// (onnxruntime-node, installed in the model cache by scripts/fetch_models.sh)
+// on the bundled models and the real models of the cache (issue 14). See
+// "epprof_ort_bench" in bench/README.md for the columns and targets.
+//
+// ONNX Runtime runs in one long-lived node process (bench/ort_worker.js) that
+// this binary drives over a pipe; each model's runs alternate, in blocks,
+// between the two runtimes in rotating order, so both see the same machine
+// state. The ORT worker times each run itself, so the pipe is not in its
+// timings.
+//
+// epprof's thread count: the sequential executor runs one kernel at a time
+// and its only intra-op parallelism is OpenBLAS's, so the 1- and 2-thread
+// columns set openblas_set_num_threads(1) and (2) around their blocks.
+// TODO: switch to the session's intra_op_threads option once it lands (it
+// sets epprof's own intra-op pool as well as OpenBLAS's).
+#include <cblas.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "bench_models.h"
+#include "epprof/rt/profiling.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace epprof::rt;
+using namespace epprof::bench;
+
+// ---- ONNX Runtime's side: bench/ort_worker.js over a pipe ----------------
+
+class OrtWorker {
+ public:
+  // Starts `node ort_worker.js ORT_DIR`; throws with the reason when node or
+  // ONNX Runtime cannot be started.
+  OrtWorker(const std::string& node, const std::string& script, const std::string& ort_dir) {
+    int to[2], from[2];
+    if (pipe(to) || pipe(from)) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+    for (int fd : {to[0], to[1], from[0], from[1]}) posix_spawn_file_actions_addclose(&fa, fd);
+    std::vector<char*> argv = {const_cast<char*>(node.c_str()), const_cast<char*>(script.c_str()),
+                               const_cast<char*>(ort_dir.c_str()), nullptr};
+    const int err = posix_spawnp(&pid_, node.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(to[0]);
+    close(from[1]);
+    to_ = to[1];
+    from_ = fdopen(from[0], "r");
+    if (err) {
+      pid_ = -1;
+      throw std::runtime_error("cannot start '" + node + "': " + std::strerror(err));
+    }
+    const std::string hello = line();
+    if (hello.rfind("ready ", 0) != 0)
+      throw std::runtime_error(hello.empty() ? "'" + node + " " + script + "' exited without a word"
+                                             : hello.substr(hello.rfind("error ", 0) == 0 ? 6 : 0));
+    version_ = hello.substr(6);
+  }
+  ~OrtWorker() {
+    if (to_ >= 0) close(to_);
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  OrtWorker(const OrtWorker&) = delete;
+  OrtWorker& operator=(const OrtWorker&) = delete;
+
+  const std::string& version() const { return version_; }
+
+  // Sends one command; returns what follows "ok", throws the worker's error.
+  std::string command(const std::string& cmd) {
+    const std::string text = cmd + "\n";
+    if (write(to_, text.data(), text.size()) != ssize_t(text.size()))
+      throw std::runtime_error("the ONNX Runtime worker is gone");
+    const std::string reply = line();
+    if (reply == "ok" || reply.rfind("ok ", 0) == 0) return reply.size() > 3 ? reply.substr(3) : "";
+    if (reply.empty()) throw std::runtime_error("ONNX Runtime: the worker exited");
+    throw std::runtime_error("ONNX Runtime: " + reply.substr(reply.rfind("error ", 0) == 0 ? 6 : 0));
+  }
+
+  std::vector<double> run(int threads, int n) {
+    std::istringstream ms(command("run\t" + std::to_string(threads) + "\t" + std::to_string(n)));
+    std::vector<double> v;
+    for (double t; ms >> t;) v.push_back(t);
+    if (int(v.size()) != n) throw std::runtime_error("ONNX Runtime: short reply to run");
+    return v;
+  }
+
+  // One run's outputs by name.
+  std::map<std::string, Tensor> outputs(int threads) {
+    const int count = std::stoi(command("outputs\t" + std::to_string(threads)));
+    std::map<std::string, Tensor> out;
+    for (int i = 0; i < count; ++i) {
+      std::istringstream h(line());
+      int type = 0;
+      size_t rank = 0, bytes = 0, name_bytes = 0;
+      h >> type >> rank;
+      Shape shape(rank);
+      for (auto& d : shape) h >> d;
+      h >> bytes >> name_bytes;
+      std::string name(name_bytes, '\0');
+      if (!h || std::fread(name.data(), 1, name_bytes, from_) != name_bytes)
+        throw std::runtime_error("ONNX Runtime: bad output header");
+      if (!is_supported_type(type))
+        throw std::runtime_error("ONNX Runtime: output " + name + " has an unsupported type");
+      Tensor t(DataType(type), shape);
+      if (t.byte_size() != bytes || std::fread(t.raw_mutable(), 1, bytes, from_) != bytes)
+        throw std::runtime_error("ONNX Runtime: short output " + name);
+      out[name] = t;
+    }
+    return out;
+  }
+
+ private:
+  std::string line() {
+    std::string s;
+    for (int c; (c = std::fgetc(from_)) != EOF && c != '\n';) s += char(c);
+    return s;
+  }
+  pid_t pid_ = -1;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+  std::string version_;
+};
+
+// ---- models ----------------------------------------------------------------
+
+bool has_conv(const std::vector<Node>& nodes) {
+  for (const Node& n : nodes) {
+    if (n.op_type == "Conv") return true;
+    for (const auto& [key, a] : n.attributes)
+      if (a.graph && has_conv(a.graph->nodes)) return true;
+  }
+  return false;
+}
+
+void make_dir(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) && errno != EEXIST)
+    throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+}
+
+// The bundled (and diagnostic) models' inputs, from the fixed seed of
+// random_inputs(), written once per run as TensorProto files in DIR/<model>/
+// for ONNX Runtime to read (and anyone to rerun: `epprof run --input`).
+void write_inputs(ModelRef& m, const Session& s, const std::string& dir) {
+  m.inputs = random_inputs(s);
+  make_dir(dir);
+  make_dir(dir + "/" + m.name);
+  m.input_files.clear();
+  for (size_t k = 0; k < s.inputs().size(); ++k) {
+    const std::string& name = s.inputs()[k].name;
+    m.input_files.push_back(dir + "/" + m.name + "/input_" + std::to_string(k) + ".pb");
+    write_tensor_file(m.input_files.back(), m.inputs.at(name), name);
+  }
+}
+
+double element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::Float: return t.data<float>()[i];
+    case DataType::Double: return t.data<double>()[i];
+    case DataType::Int64: return double(t.data<int64_t>()[i]);
+    case DataType::Int32: return t.data<int32_t>()[i];
+    case DataType::Uint8: return t.data<uint8_t>()[i];
+    case DataType::Int8: return t.data<int8_t>()[i];
+    case DataType::Bool: return t.data<bool>()[i];
+    case DataType::Float16: return t.data<Float16>()[i].to_float();
+    default: throw std::runtime_error(std::string("cannot compare outputs of type ") + type_name(t.dtype()));
+  }
+}
+
+// max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's.
+double max_rel_error(const Session& s, const std::vector<Tensor>& ours, const std::map<std::string, Tensor>& theirs) {
+  double worst = 0;
+  for (size_t k = 0; k < ours.size(); ++k) {
+    const std::string& name = s.outputs()[k].name;
+    const auto it = theirs.find(name);
+    if (it == theirs.end()) throw std::runtime_error("ONNX Runtime has no output " + name);
+    const Tensor &a = ours[k], &b = it->second;
+    if (a.shape() != b.shape())
+      throw std::runtime_error("output " + name + ": epprof " + a.description() + ", ONNX Runtime " + b.description());
+    for (int64_t i = 0; i < a.size(); ++i) {
+      const double x = element(a, i), y = element(b, i);
+      const double e = std::isnan(x) && std::isnan(y) ? 0 : std::fabs(x - y) / (std::fabs(y) + 1e-3);
+      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+    }
+  }
+  return worst;
+}
+
+// ---- measuring -------------------------------------------------------------
+
+struct Row {
+  std::string model;
+  bool conv = false, diagnostic = false, ort = false;
+  double e1 = 0, e2 = 0, p1 = 0, o1 = 0, o2 = 0;  // medians, ms
+  double err = NAN;
+  int runs = 0;
+  std::string ort_error;  // ONNX Runtime failed on this model
+};
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The streams, each a median: e1/p1 epprof profiling off/on with 1 OpenBLAS
+// thread (interleaved run by run, as epprof_runtime_bench does), o1 ONNX
+// Runtime with 1 intra-op thread, e2 / o2 the same with 2. One round runs
+// four blocks, `k` recorded runs of each stream: epprof 1 thread (off and
+// on), ORT 1, epprof 2, ORT 2, in an order that rotates from round to round.
+// The number of runs per stream is what fits in `budget_s` (from the
+// warm-up's times), within [min_runs, max_runs], in about 20 rounds; each
+// block's unrecorded first run comes on top.
+Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, double budget_s, int min_runs,
+            int max_runs) {
+  Row r;
+  r.model = model.name;
+  r.diagnostic = model.name == "relu_1";
+  const std::string trace = "/tmp/epprof_ort_bench_" + std::to_string(getpid()) + ".json";
+  ProfilingOptions po;
+  po.trace_path = trace;
+  std::vector<double> e1, p1, o1, e2, o2;
+  {
+    ProfilingObserver profiler(po);
+    SessionOptions on_opts;
+    on_opts.observer = &profiler;
+    Session off(model.path), on(model.path, on_opts);
+    r.conv = has_conv(off.nodes());
+    if (!model.real) write_inputs(model, off, inputs_dir);
+    const auto& in = model.inputs;
+    if (ort) {
+      try {
+        std::string cmd = "load\t" + model.path;
+        for (const auto& f : model.input_files) cmd += "\t" + f;
+        ort->command(cmd);
+        r.ort = true;
+      } catch (const std::exception& e) {
+        r.ort_error = e.what();
+      }
+    }
+    // Every block starts with one unrecorded run of each of its streams: the
+    // first run after the other runtime's block pays for waking this one's
+    // threads (OpenBLAS's workers sleep when idle, and on a loaded 2-core
+    // machine a woken one can wait milliseconds for a CPU) and for caches the
+    // other runtime evicted. The medians are of steady-state runs.
+    int pairs = 0;  // off/on pairs run so far
+    auto epprof_block = [&](int threads, int k, bool with_profiling, std::vector<double>& t, std::vector<double>& tp) {
+      openblas_set_num_threads(threads);
+      off.run(in);
+      if (with_profiling) on.run(in);
+      for (int i = 0; i < k; ++i) {
+        // Alternate which of off/on goes first (across blocks too: a block
+        // may hold one pair), so neither always runs on a warmer cache.
+        const int first = with_profiling ? pairs++ % 2 : 0;
+        for (int j = 0; j < (with_profiling ? 2 : 1); ++j) {
+          const bool profiled = with_profiling && (first + j) % 2 == 1;
+          const auto t0 = std::chrono::steady_clock::now();
+          (profiled ? on : off).run(in);
+          (profiled ? tp : t).push_back(ms_since(t0));
+        }
+      }
+    };
+    std::vector<std::function<void(int)>> blocks = {
+        [&](int k) { epprof_block(1, k, true, e1, p1); },
+        [&](int k) { epprof_block(2, k, false, e2, e2); },
+    };
+    auto ort_block = [&](int threads, int k, std::vector<double>& t) {
+      const auto v = ort->run(threads, k + 1);
+      t.insert(t.end(), v.begin() + 1, v.end());
+    };
+    if (r.ort) {
+      blocks.insert(blocks.begin() + 1, [&](int k) { ort_block(1, k, o1); });
+      blocks.push_back([&](int k) { ort_block(2, k, o2); });
+    }
+    // Warm-up, excluded: 5 runs of every stream; their medians size the rounds.
+    for (auto& b : blocks) b(5);
+    const double round_ms = 2 * median(e1) + median(e2) + (r.ort ? median(o1) + median(o2) : 0);
+    for (auto* v : {&e1, &p1, &o1, &e2, &o2}) v->clear();
+    const int total = std::max(min_runs, std::min(max_runs, int(budget_s * 1e3 / round_ms)));
+    const int k = std::max(1, total / 20), rounds = (total + k - 1) / k;
+    for (int round = 0; round < rounds; ++round)
+      for (size_t b = 0; b < blocks.size(); ++b) blocks[(b + round) % blocks.size()](k);
+    r.runs = rounds * k;
+    openblas_set_num_threads(1);
+    if (r.ort) {
+      try {
+        r.err = max_rel_error(off, off.run(in), ort->outputs(1));
+      } catch (const std::exception& e) {
+        r.ort_error = std::string("outputs not compared: ") + e.what();
+      }
+      ort->command("free");
+    }
+    profiler.finish();
+  }
+  std::remove(trace.c_str());
+  r.e1 = median(e1);
+  r.p1 = median(p1);
+  r.e2 = median(e2);
+  if (r.ort) {
+    r.o1 = median(o1);
+    r.o2 = median(o2);
+  }
+  return r;
+}
+
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = EPPROF_BENCH_MODELS_DIR, inputs_dir = EPPROF_BENCH_INPUTS_DIR;
+  std::string cache = default_model_cache(), node = "node", only;
+  double budget_s = 8;
+  int min_runs = 20, max_runs = 20000;
+  bool real = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) budget_s = 0.05, min_runs = 3;
+    else if (!std::strcmp(argv[i], "--budget") && i + 1 < argc) budget_s = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--models") && i + 1 < argc) dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--model-cache") && i + 1 < argc) cache = argv[++i];
+    else if (!std::strcmp(argv[i], "--inputs-dir") && i + 1 < argc) inputs_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--node") && i + 1 < argc) node = argv[++i];
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--bundled-only")) real = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: epprof_ort_bench [--quick] [--budget SECONDS] [--only MODEL] [--bundled-only] "
+                   "[--models DIR] [--model-cache DIR] [--inputs-dir DIR] [--node PATH]\n");
+      return 2;
+    }
+  }
+  signal(SIGPIPE, SIG_IGN);  // a worker that died is reported by the write, not by a signal
+
+  std::vector<ModelRef> models;
+  for (const char* name : {"mlp", "cnn", "transformer"})
+    models.push_back({name, dir + "/" + name + ".onnx", {}, false, {}});
+  std::unique_ptr<OrtWorker> ort;
+  std::string ort_status;
+  try {
+    ort = std::make_unique<OrtWorker>(node, EPPROF_BENCH_ORT_WORKER, cache + "/ort/node_modules/onnxruntime-node");
+    ort_status = "ONNX Runtime " + ort->version() + " (onnxruntime-node, " + cache + "/ort)";
+  } catch (const std::exception& e) {
+    ort_status = std::string("ONNX Runtime not available, its columns are skipped: ") + e.what() +
+                 " (scripts/fetch_models.sh installs it; node from --node, default 'node' on PATH)";
+  }
+  std::printf("epprof_ort_bench: epprof (sequential executor, CPU EP, profiling off) vs %s\n", ort_status.c_str());
+  std::printf("ORT sessions: CPU EP, intraOpNumThreads 1 / 2, interOpNumThreads 1, executionMode sequential, "
+              "default graph optimisations (all)\nepprof threads: OpenBLAS 1 / 2 (openblas_set_num_threads); "
+              "%.3g s per model; %ld CPUs, load average %s\n\n",
+              budget_s, sysconf(_SC_NPROCESSORS_ONLN), load_average().c_str());
+  bool ok = true;
+  if (real) {
+    try {
+      for (auto& m : real_models(cache)) models.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      std::printf("real models skipped: %s\n\n", e.what());
+    }
+  }
+  // One Relu on [1,1]: each runtime's fixed cost per call (ONNX Runtime's
+  // includes the node binding's tensor conversion). A diagnostic row,
+  // outside the verdicts; written beside the bundled models' inputs.
+  try {
+    make_dir(inputs_dir);
+    const std::string path = inputs_dir + "/relu_1.onnx";
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << relu_chain_model(1, 1);
+    models.push_back({"relu_1", path, {}, false, {}});
+  } catch (const std::exception& e) {
+    std::printf("relu_1 skipped: %s\n\n", e.what());
+  }
+  std::printf("%-20s %9s %9s %7s %9s %9s %7s %7s %10s %8s %7s\n", "model", "epprof 1t", "ORT 1t", "ratio",
+              "epprof 2t", "ORT 2t", "ep x2", "ORT x2", "max rel err", "prof", "runs");
+  std::printf("%-20s %9s %9s %7s %9s %9s %7s %7s %10s %8s %7s\n", "", "ms", "ms", "ep/ORT", "ms", "ms", "", "", "",
+              "on/off", "");
+  std::vector<Row> rows;
+  for (ModelRef& m : models) {
+    if (!only.empty() && only != m.name) continue;
+    try {
+      Row r = measure(m, ort.get(), inputs_dir, budget_s, min_runs, max_runs);
+      const std::string name = r.model + (r.conv ? "*" : "");
+      if (r.ort)
+        std::printf("%-20s %9.4f %9.4f %7.3f %9.4f %9.4f %7.2f %7.2f %10.2e %8.4f %7d\n", name.c_str(), r.e1, r.o1,
+                    r.e1 / r.o1, r.e2, r.o2, r.e1 / r.e2, r.o1 / r.o2, r.err, r.p1 / r.e1, r.runs);
+      else
+        std::printf("%-20s %9.4f %9s %7s %9.4f %9s %7.2f %7s %10s %8.4f %7d\n", name.c_str(), r.e1, "-", "-", r.e2, "-",
+                    r.e1 / r.e2, "-", "-", r.p1 / r.e1, r.runs);
+      if (!r.ort_error.empty()) {
+        std::printf("  %s: %s\n", r.model.c_str(), r.ort_error.c_str());
+        ok = false;
+      }
+      std::fflush(stdout);
+      rows.push_back(r);
+    } catch (const std::exception& e) {
+      std::printf("%-20s not run: %s\n", m.name.c_str(), e.what());
+      ok = false;
+    }
+  }
+
+  // Verdicts: every measured model but the diagnostic row.
+  double log_sum = 0, worst_ratio = 0, worst_prof = 0;
+  int n = 0;
+  std::string worst_model, worst_prof_model, slower_x2;
+  int conv_models = 0;
+  for (const Row& r : rows) {
+    if (r.diagnostic) continue;
+    if (r.p1 / r.e1 > worst_prof) worst_prof = r.p1 / r.e1, worst_prof_model = r.model;
+    if (!r.ort) continue;
+    const double ratio = r.e1 / r.o1;
+    log_sum += std::log(ratio);
+    ++n;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst_model = r.model;
+    if (r.conv) {
+      ++conv_models;
+      if (r.e1 / r.e2 < r.o1 / r.o2) slower_x2 += (slower_x2.empty() ? "" : ", ") + r.model;
+    }
+  }
+  // One line per target: what, the measured value, the target, the verdict.
+  auto line = [](const std::string& what, const std::string& value, const std::string& target, bool pass,
+                 const std::string& note = "") {
+    std::printf("%-58s %7s   %-8s %s%s\n", what.c_str(), value.c_str(), target.c_str(), pass ? "PASS" : "MISS",
+                note.c_str());
+  };
+  auto fixed = [](double v, int digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  std::printf("\n");
+  if (n) {
+    const double geomean = std::exp(log_sum / n);
+    line("geometric mean of the 1-thread ratio (" + std::to_string(n) + " models)", fixed(geomean, 3), "<= 1.2",
+         geomean <= 1.2);
+    line("worst 1-thread ratio (" + worst_model + ")", fixed(worst_ratio, 3), "<= 1.5", worst_ratio <= 1.5);
+    const int below = slower_x2.empty() ? 0 : int(std::count(slower_x2.begin(), slower_x2.end(), ',')) + 1;
+    line("conv models (*) whose 2-thread speed-up >= ONNX Runtime's", std::to_string(conv_models - below),
+         "all " + std::to_string(conv_models), below == 0, below ? "   below: " + slower_x2 : "");
+  } else {
+    std::printf("no ONNX Runtime timings: the ratio targets are not judged\n");
+  }
+  if (!worst_prof_model.empty())
+    line("worst profiling on/off (" + worst_prof_model + ")", fixed(worst_prof, 4), "<= 1.03", worst_prof <= 1.03);
+  std::printf(
+      "\nratio: epprof 1t / ORT 1t (medians). ep x2 / ORT x2: 1-thread / 2-thread median, each runtime's speed-up.\n"
+      "max rel err: max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's (1 thread).\n"
+      "prof on/off: epprof with a session ProfilingObserver / without, 1 thread, runs interleaved.\n"
+      "runs: timed runs per stream, after 5 warm-up runs each; blocks of the two runtimes alternate in rotating\n"
+      "order, each block's first run unrecorded.\n"
+      "relu_1: one Relu on [1,1], each runtime's fixed cost per call (ORT's includes the node binding); not in "
+      "the verdicts.\n"
+      "inputs: real models, the cache's reference inputs; bundled ones, fixed-seed inputs written to %s.\n",
+      inputs_dir.c_str());
+  return ok ? 0 : 1;
+}
