@@ -9,12 +9,10 @@
 // state. The ORT worker times each run itself, so the pipe is not in its
 // timings.
 //
-// epprof's thread count: the sequential executor runs one kernel at a time
-// and its only intra-op parallelism is OpenBLAS's, so the 1- and 2-thread
-// columns set openblas_set_num_threads(1) and (2) around their blocks.
-// TODO: switch to the session's intra_op_threads option once it lands (it
-// sets epprof's own intra-op pool as well as OpenBLAS's).
-#include <cblas.h>
+// epprof's thread count: the 1- and 2-thread columns are sessions with
+// SessionOptions::intra_op_threads 1 and 2 (the sequential executor runs
+// one kernel at a time; the setting governs OpenBLAS, its only intra-op
+// parallelism, and is applied at the start of each run).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -239,9 +237,12 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
   std::vector<double> e1, p1, o1, e2, o2;
   {
     ProfilingObserver profiler(po);
-    SessionOptions on_opts;
+    SessionOptions one_thread, two_threads;
+    one_thread.intra_op_threads = 1;
+    two_threads.intra_op_threads = 2;
+    SessionOptions on_opts = one_thread;
     on_opts.observer = &profiler;
-    Session off(model.path), on(model.path, on_opts);
+    Session off(model.path, one_thread), on(model.path, on_opts), off2(model.path, two_threads);
     r.conv = has_conv(off.nodes());
     if (!model.real) write_inputs(model, off, inputs_dir);
     const auto& in = model.inputs;
@@ -261,9 +262,9 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     // machine a woken one can wait milliseconds for a CPU) and for caches the
     // other runtime evicted. The medians are of steady-state runs.
     int pairs = 0;  // off/on pairs run so far
-    auto epprof_block = [&](int threads, int k, bool with_profiling, std::vector<double>& t, std::vector<double>& tp) {
-      openblas_set_num_threads(threads);
-      off.run(in);
+    auto epprof_block = [&](Session& plain, int k, bool with_profiling, std::vector<double>& t,
+                            std::vector<double>& tp) {
+      plain.run(in);
       if (with_profiling) on.run(in);
       for (int i = 0; i < k; ++i) {
         // Alternate which of off/on goes first (across blocks too: a block
@@ -272,14 +273,14 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
         for (int j = 0; j < (with_profiling ? 2 : 1); ++j) {
           const bool profiled = with_profiling && (first + j) % 2 == 1;
           const auto t0 = std::chrono::steady_clock::now();
-          (profiled ? on : off).run(in);
+          (profiled ? on : plain).run(in);
           (profiled ? tp : t).push_back(ms_since(t0));
         }
       }
     };
     std::vector<std::function<void(int)>> blocks = {
-        [&](int k) { epprof_block(1, k, true, e1, p1); },
-        [&](int k) { epprof_block(2, k, false, e2, e2); },
+        [&](int k) { epprof_block(off, k, true, e1, p1); },
+        [&](int k) { epprof_block(off2, k, false, e2, e2); },
     };
     auto ort_block = [&](int threads, int k, std::vector<double>& t) {
       const auto v = ort->run(threads, k + 1);
@@ -298,7 +299,6 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     for (int round = 0; round < rounds; ++round)
       for (size_t b = 0; b < blocks.size(); ++b) blocks[(b + round) % blocks.size()](k);
     r.runs = rounds * k;
-    openblas_set_num_threads(1);
     if (r.ort) {
       try {
         r.err = max_rel_error(off, off.run(in), ort->outputs(1));
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
   }
   std::printf("epprof_ort_bench: epprof (sequential executor, CPU EP, profiling off) vs %s\n", ort_status.c_str());
   std::printf("ORT sessions: CPU EP, intraOpNumThreads 1 / 2, interOpNumThreads 1, executionMode sequential, "
-              "default graph optimisations (all)\nepprof threads: OpenBLAS 1 / 2 (openblas_set_num_threads); "
+              "default graph optimisations (all)\nepprof sessions: intra_op_threads 1 / 2; "
               "%.3g s per model; %ld CPUs, load average %s\n\n",
               budget_s, sysconf(_SC_NPROCESSORS_ONLN), load_average().c_str());
   bool ok = true;

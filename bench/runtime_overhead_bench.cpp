@@ -182,6 +182,10 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   const std::string& name = model.name;
   SessionOptions plain;
   if (ep) plain.providers = {ep, make_cpu_execution_provider()};
+  // One intra-op thread: the profiler's cost is on the thread that runs the
+  // nodes, and OpenBLAS workers waiting for a core on a shared 2-core
+  // machine would add more noise to both sides than the effect measured.
+  plain.intra_op_threads = 1;
   auto run_ms = [](Session& s, const std::map<std::string, Tensor>& in) {
     auto t0 = std::chrono::steady_clock::now();
     s.run(in);
