@@ -263,32 +263,40 @@ TRACE_COMMANDS = [
     (["diff", "in.json", "seed.json"], set()),
     (["merge", "in.json", "seed.json", "-o", "out.json"], {"out.json"}),
 ]
-tasks = []
-for i in range(n_traces):
-    seed_data = rng.choice(trace_seeds)
-    kind = rng.choice(["trace/bytes", "trace/json", "trace/truncated"])
-    if kind == "trace/bytes": data = mutate_bytes(seed_data)
-    elif kind == "trace/json": data = mutate_json(seed_data)
-    else: data = seed_data[:rng.randrange(len(seed_data))]
-    args, outs = TRACE_COMMANDS[i % len(TRACE_COMMANDS)]
-    tasks.append((kind, i, {"in.json": data, "seed.json": trace_seeds[0]}, args, outs))
-for i in range(n_models):
-    name, seed_data = rng.choice(list(model_seeds.items()))
-    kind = rng.choice(["model/bytes", "model/struct", "model/attributes"])
-    data = {"model/bytes": mutate_bytes, "model/struct": mutate_model, "model/attributes": mutate_attributes}[kind](seed_data)
-    tasks.append((kind, i, {"m.onnx": data}, ["run", "m.onnx", "--runs", "1", "--warmup", "0", "--no-table",
-                                              "--output", "out.json"], {"out.json"}))
+def make_tasks():
+    """The commands, their inputs made as they are needed: 5,000 mutated
+    copies of a multi-megabyte model would not fit in memory at once."""
+    for i in range(n_traces):
+        seed_data = rng.choice(trace_seeds)
+        kind = rng.choice(["trace/bytes", "trace/json", "trace/truncated"])
+        if kind == "trace/bytes": data = mutate_bytes(seed_data)
+        elif kind == "trace/json": data = mutate_json(seed_data)
+        else: data = seed_data[:rng.randrange(len(seed_data))]
+        args, outs = TRACE_COMMANDS[i % len(TRACE_COMMANDS)]
+        yield (kind, i, {"in.json": data, "seed.json": trace_seeds[0]}, args, outs)
+    for i in range(n_models):
+        name, seed_data = rng.choice(list(model_seeds.items()))
+        kind = rng.choice(["model/bytes", "model/struct", "model/attributes"])
+        data = {"model/bytes": mutate_bytes, "model/struct": mutate_model, "model/attributes": mutate_attributes}[kind](seed_data)
+        yield (kind, i, {"m.onnx": data}, ["run", "m.onnx", "--runs", "1", "--warmup", "0", "--no-table",
+                                          "--output", "out.json"], {"out.json"})
 
 os.makedirs(keep, exist_ok=True)
 table = {}
 findings = []
+n, total_tasks = 0, n_traces + n_models
+tasks = make_tasks()  # made in order from the one seeded rng: the same campaign every time
 with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
-    for n, (family, outcome, detail, kept) in enumerate(pool.map(lambda t: job(*t), tasks), 1):
-        row = table.setdefault(family, {"tried": 0, "clean error": 0, "exit 0": 0, "crash": 0, "hang": 0, "clobber": 0})
-        row["tried"] += 1
-        row[outcome] += 1
-        if kept: findings.append(f"{outcome}: {kept}: {detail.strip().splitlines()[-1] if detail.strip() else ''}")
-        if n % 500 == 0: print(f"... {n}/{len(tasks)}", file=sys.stderr, flush=True)
+    while True:
+        batch = [t for _, t in zip(range(64), tasks)]  # at most 64 inputs in memory
+        if not batch: break
+        for family, outcome, detail, kept in pool.map(lambda t: job(*t), batch):
+            n += 1
+            row = table.setdefault(family, {"tried": 0, "clean error": 0, "exit 0": 0, "crash": 0, "hang": 0, "clobber": 0})
+            row["tried"] += 1
+            row[outcome] += 1
+            if kept: findings.append(f"{outcome}: {kept}: {detail.strip().splitlines()[-1] if detail.strip() else ''}")
+            if n % 500 == 0: print(f"... {n}/{total_tasks}", file=sys.stderr, flush=True)
 shutil.rmtree(work, ignore_errors=True)
 
 cols = ["tried", "clean error", "exit 0", "crash", "hang", "clobber"]
