@@ -25,17 +25,25 @@ bool timer_sample(cl_device_id device, int64_t (*host_now)(void), ClockSample* o
   return true;
 }
 
+// A marker's CL_PROFILING_COMMAND_QUEUED is the device time "when the
+// command is enqueued by the host" (OpenCL 3.0, clGetEventProfilingInfo):
+// inside the enqueue call, which is all the host bracket needs to hold. Its
+// END is stamped by the device's worker whenever it gets to it, which PoCL
+// was seen to do after clFinish returned: a bracket around enqueue and
+// clFinish then did not hold the END, and device slices were placed up to
+// tens of us before their nodes, outside the error bound.
 bool marker_sample(cl_command_queue queue, int64_t (*host_now)(void), ClockSample* out) {
   cl_event ev = nullptr;
   const int64_t t0 = host_now();
   cl_int err = clEnqueueMarkerWithWaitList(queue, 0, nullptr, &ev);
-  if (err == CL_SUCCESS) err = clFinish(queue);
   const int64_t t1 = host_now();
-  cl_ulong end = 0;
-  if (err == CL_SUCCESS) err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+  if (err == CL_SUCCESS) err = clFinish(queue);
+  cl_ulong queued = 0;
+  if (err == CL_SUCCESS)
+    err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued, nullptr);
   if (ev) clReleaseEvent(ev);
   if (err != CL_SUCCESS) return false;
-  *out = ClockSample{t0 + (t1 - t0) / 2, static_cast<int64_t>(end), (t1 - t0 + 1) / 2, "marker"};
+  *out = ClockSample{t0 + (t1 - t0) / 2, static_cast<int64_t>(queued), (t1 - t0 + 1) / 2, "marker"};
   return true;
 }
 
