@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include "support/test_util.h"
 
 namespace epprof::report_test {
 
@@ -18,16 +21,10 @@ struct CmdResult {
   std::string out;  // stdout and stderr together
 };
 
+// The shell's run_shell (tests/support), under this file's names.
 inline CmdResult run_cmd(const std::string& cmd) {
-  CmdResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  epprof::testing::ShellResult r = epprof::testing::run_shell(cmd);
+  return CmdResult{r.exit_code, std::move(r.output)};
 }
 
 inline std::string cli() { return EPPROF_CLI_PATH; }
