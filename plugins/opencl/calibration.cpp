@@ -77,6 +77,14 @@ int64_t ClockModel::to_host(int64_t device_ns) const {
   return a_.host_ns + static_cast<int64_t>(std::llround(static_cast<double>(device_ns - a_.device_ns) * slope_));
 }
 
+ClockModel::Anchored ClockModel::to_host_anchored(int64_t device_ns, int64_t queued_ns, int64_t lo,
+                                                  int64_t hi) const {
+  const int64_t predicted = to_host(queued_ns);
+  const int64_t queued = std::clamp(predicted, lo, hi);
+  return Anchored{queued + duration(device_ns - queued_ns), hi - lo,
+                  predicted < lo ? lo - predicted : predicted - queued};
+}
+
 int64_t ClockModel::duration(int64_t device_dur_ns) const {
   return static_cast<int64_t>(std::llround(static_cast<double>(device_dur_ns) * slope_));
 }

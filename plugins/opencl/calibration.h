@@ -4,7 +4,12 @@
 // start_profiling and at end_profiling) give a linear model, offset plus
 // drift; every device timestamp between them converts with an error no
 // larger than the larger of the two samples' errors (the true line lies
-// within +-error of both endpoints, so within +-max(error) between them).
+// within +-error of both endpoints, so within +-max(error) between them) --
+// if the two clocks run at a constant rate against each other between the
+// samples. They need not: a host clock under NTP slew changes rate, and
+// PoCL's device clock was seen to depart from the line by microseconds.
+// Each command therefore also carries its own sample (the host bracket of
+// its enqueue call, which holds its QUEUED time) and is placed by it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +34,18 @@ class ClockModel {
   ClockModel(const ClockSample& a, const ClockSample& b);
 
   int64_t to_host(int64_t device_ns) const;      // a device time on the host clock
+  // A device time of a command whose QUEUED time `queued_ns` (device clock)
+  // happened within the host interval [lo, hi]: the model's estimate of
+  // QUEUED, moved into [lo, hi] if it falls outside, plus the device
+  // interval from QUEUED to `device_ns`. Its error is at most hi - lo (the
+  // estimate and the truth both lie in [lo, hi]) whatever the model's error,
+  // plus the drift over that interval (ppm of microseconds: nothing).
+  struct Anchored {
+    int64_t host_ns;        // device_ns on the host clock
+    int64_t error_ns;       // hi - lo
+    int64_t correction_ns;  // how far the model's QUEUED lay outside [lo, hi]; 0 inside
+  };
+  Anchored to_host_anchored(int64_t device_ns, int64_t queued_ns, int64_t lo, int64_t hi) const;
   int64_t duration(int64_t device_dur_ns) const;  // a device duration in host ns
   int64_t error_bound_ns() const { return error_ns_; }
   double drift_ppm() const { return (slope_ - 1.0) * 1e6; }
@@ -44,8 +61,8 @@ class ClockModel {
 
 // Takes the best of several samples (the narrowest bracket).
 // clGetDeviceAndHostTimer where the driver implements it; otherwise a marker
-// command bracketed by host clock reads: host t0, enqueue a marker, wait,
-// host t1; the marker's END lies in [t0, t1]. `host_now` is the host clock.
+// command whose enqueue call is bracketed by host clock reads t0 and t1: its
+// QUEUED time lies in [t0, t1]. `host_now` is the host clock.
 ClockSample calibrate(cl_device_id device, cl_command_queue queue, int64_t (*host_now)(void));
 
 }  // namespace epprof::opencl

@@ -154,10 +154,18 @@ bool Dispatch::fail(cl_int code, const std::string& what) {
   return false;
 }
 
-bool Dispatch::track(cl_event event, CommandRecord record) {
-  events_.push_back(event);
+template <typename Enqueue>
+cl_int Dispatch::enqueue_tracked(CommandRecord record, cl_event* event, Enqueue enqueue) {
+  // Room first, so that a tracked event can never fail to be recorded.
+  events_.reserve(events_.size() + 1);
+  records_.reserve(records_.size() + 1);
+  record.enqueue_begin = host_now_ ? host_now_() : 0;
+  const cl_int err = enqueue();
+  record.enqueue_end = host_now_ ? host_now_() : 0;
+  if (err != CL_SUCCESS) return err;
+  events_.push_back(*event);
   records_.push_back(std::move(record));
-  return true;
+  return CL_SUCCESS;
 }
 
 bool Dispatch::create_output(size_t bytes, cl_mem* out) {
@@ -175,14 +183,15 @@ bool Dispatch::create_output(size_t bytes, cl_mem* out) {
 
 bool Dispatch::upload(const void* data, size_t bytes, cl_mem* out) {
   if (!create_output(bytes, out)) return false;
-  cl_event ev = nullptr;
-  cl_int err = clEnqueueWriteBuffer(device_.queue(), *out, CL_FALSE, 0, bytes, data, 0, nullptr, &ev);
-  if (err != CL_SUCCESS) return fail(err, "clEnqueueWriteBuffer(" + std::to_string(bytes) + " bytes)");
   CommandRecord r;
   r.kind = CommandRecord::Kind::CopyToDevice;
   r.name = "MemcpyHtoD";
   r.bytes = bytes;
-  return track(ev, std::move(r));
+  cl_event ev = nullptr;
+  const cl_int err = enqueue_tracked(std::move(r), &ev, [&] {
+    return clEnqueueWriteBuffer(device_.queue(), *out, CL_FALSE, 0, bytes, data, 0, nullptr, &ev);
+  });
+  return err == CL_SUCCESS || fail(err, "clEnqueueWriteBuffer(" + std::to_string(bytes) + " bytes)");
 }
 
 bool Dispatch::kernel(Program p, const char* name, cl_kernel* out) {
@@ -205,26 +214,28 @@ bool Dispatch::set_arg(cl_kernel k, cl_uint index, size_t size, const void* valu
 }
 
 bool Dispatch::run(cl_kernel k, const char* name, cl_uint work_dim, const size_t* global) {
-  cl_event ev = nullptr;
-  cl_int err = clEnqueueNDRangeKernel(device_.queue(), k, work_dim, nullptr, global, nullptr, 0, nullptr, &ev);
-  if (err != CL_SUCCESS) return fail(err, std::string("clEnqueueNDRangeKernel(") + name + ")");
   CommandRecord r;
   r.kind = CommandRecord::Kind::Kernel;
   r.name = name;
   r.work_dim = work_dim;
   for (cl_uint i = 0; i < work_dim && i < 3; ++i) r.global[i] = global[i];
-  return track(ev, std::move(r));
+  cl_event ev = nullptr;
+  const cl_int err = enqueue_tracked(std::move(r), &ev, [&] {
+    return clEnqueueNDRangeKernel(device_.queue(), k, work_dim, nullptr, global, nullptr, 0, nullptr, &ev);
+  });
+  return err == CL_SUCCESS || fail(err, std::string("clEnqueueNDRangeKernel(") + name + ")");
 }
 
 bool Dispatch::download(cl_mem buffer, void* data, size_t bytes) {
-  cl_event ev = nullptr;
-  cl_int err = clEnqueueReadBuffer(device_.queue(), buffer, CL_FALSE, 0, bytes, data, 0, nullptr, &ev);
-  if (err != CL_SUCCESS) return fail(err, "clEnqueueReadBuffer(" + std::to_string(bytes) + " bytes)");
   CommandRecord r;
   r.kind = CommandRecord::Kind::CopyToHost;
   r.name = "MemcpyDtoH";
   r.bytes = bytes;
-  return track(ev, std::move(r));
+  cl_event ev = nullptr;
+  const cl_int err = enqueue_tracked(std::move(r), &ev, [&] {
+    return clEnqueueReadBuffer(device_.queue(), buffer, CL_FALSE, 0, bytes, data, 0, nullptr, &ev);
+  });
+  return err == CL_SUCCESS || fail(err, "clEnqueueReadBuffer(" + std::to_string(bytes) + " bytes)");
 }
 
 bool Dispatch::finish() {

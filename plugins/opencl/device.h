@@ -2,7 +2,8 @@
 // queue with profiling enabled, and the kernel programs (built lazily, once).
 // Dispatch is one compute call's commands: explicit host->device copies,
 // kernels, device->host copies, each with its own profiling cl_event, read
-// after completion into CommandRecords (device clock).
+// after completion into CommandRecords (device clock), each with the host
+// clock's bracket around the call that enqueued it.
 #pragma once
 #include <CL/cl.h>
 
@@ -26,11 +27,20 @@ struct ClError {
   bool out_of_memory() const;  // device or host memory exhausted
 };
 
+// The host's profiling clock (epprof_host_api::clock_now_ns).
+using HostClock = int64_t (*)(void);
+
 // One completed command on the device's profiling clock (ns).
 struct CommandRecord {
   enum class Kind { Kernel, CopyToDevice, CopyToHost } kind = Kind::Kernel;
   std::string name;  // kernel name, or "MemcpyHtoD" / "MemcpyDtoH"
   cl_ulong queued = 0, submit = 0, start = 0, end = 0;
+  // Host clock read just before and just after the clEnqueue* call. OpenCL
+  // stamps QUEUED "when the command is enqueued by the host", inside that
+  // call, so `queued` happened within [enqueue_begin, enqueue_end] on the
+  // host clock: each command carries its own calibration sample. Both 0
+  // when the dispatch had no host clock.
+  int64_t enqueue_begin = 0, enqueue_end = 0;
   std::array<size_t, 3> global{};  // kernels: global work size
   cl_uint work_dim = 0;
   size_t bytes = 0;  // copies
@@ -75,8 +85,10 @@ class Device {
 class Dispatch {
  public:
   // `alloc_limit` caps buffer sizes (0: the device's own limit); bigger
-  // requests fail as out of device memory.
-  Dispatch(Device& device, uint64_t alloc_limit) : device_(device), limit_(alloc_limit) {}
+  // requests fail as out of device memory. `host_now` (may be null) brackets
+  // each enqueue call (CommandRecord::enqueue_begin/end).
+  Dispatch(Device& device, uint64_t alloc_limit, HostClock host_now)
+      : device_(device), limit_(alloc_limit), host_now_(host_now) {}
   ~Dispatch();
   Dispatch(const Dispatch&) = delete;
   Dispatch& operator=(const Dispatch&) = delete;
@@ -96,10 +108,14 @@ class Dispatch {
 
  private:
   bool fail(cl_int code, const std::string& what);
-  bool track(cl_event event, CommandRecord record);
+  // Runs `enqueue` (a clEnqueue* call producing `*event`) between two host
+  // clock reads stored in `record`; on success tracks the event.
+  template <typename Enqueue>
+  cl_int enqueue_tracked(CommandRecord record, cl_event* event, Enqueue enqueue);
 
   Device& device_;
   uint64_t limit_;
+  HostClock host_now_;
   std::vector<cl_mem> buffers_;
   std::vector<cl_kernel> kernels_;
   std::vector<cl_event> events_;

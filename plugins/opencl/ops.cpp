@@ -182,14 +182,15 @@ ComputeResult run_gemm(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* i
 
 }  // namespace
 
-ComputeResult compute(Device& device, uint64_t alloc_limit, const OpKernel& k, const epprof_ep_tensor* in,
-                      size_t num_inputs, epprof_ep_outputs* outputs, std::vector<CommandRecord>* records) {
+ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, const OpKernel& k,
+                      const epprof_ep_tensor* in, size_t num_inputs, epprof_ep_outputs* outputs,
+                      std::vector<CommandRecord>* records) {
   for (size_t i = 0; i < num_inputs; ++i) {
     const bool optional = k.op == Op::Gemm && i == 2;
     if (in[i].dtype != EPPROF_EP_DTYPE_FLOAT && !(optional && in[i].dtype == EPPROF_EP_DTYPE_UNDEFINED))
       return failed(Kind::Unsupported, "input " + std::to_string(i) + " is not float32");
   }
-  Dispatch d(device, alloc_limit);
+  Dispatch d(device, alloc_limit, host_now);
   ComputeResult r;
   switch (k.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: r = run_binary(d, k, in, outputs); break;

@@ -20,8 +20,9 @@ using ep_common::parse_node;
 Program program_for(Op op);
 
 // Runs the kernel synchronously. On Ok the device commands' records are in
-// *records (device clock).
-ComputeResult compute(Device& device, uint64_t alloc_limit, const OpKernel& k, const epprof_ep_tensor* inputs,
-                      size_t num_inputs, epprof_ep_outputs* outputs, std::vector<CommandRecord>* records);
+// *records (device clock), their enqueue calls bracketed by `host_now`.
+ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, const OpKernel& k,
+                      const epprof_ep_tensor* inputs, size_t num_inputs, epprof_ep_outputs* outputs,
+                      std::vector<CommandRecord>* records);
 
 }  // namespace epprof::opencl

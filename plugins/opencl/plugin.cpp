@@ -66,8 +66,9 @@ epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_ten
   try {
     std::vector<CommandRecord> records;
     const ComputeResult r =
-        opencl::compute(*s.device, s.alloc_limit, *static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs,
-                        &records);
+        opencl::compute(*s.device, s.alloc_limit, s.registry.any_active() ? s.host->clock_now_ns : nullptr,
+                        *static_cast<const OpKernel*>(kernel), inputs,
+                        num_inputs, outputs, &records);
     // Still on the node's thread: the profilers tag with its id.
     if (r.kind == ComputeResult::Kind::Ok) s.registry.record(records);
     return ep_common::to_status(s.host, "opencl EP: ", r);

@@ -24,6 +24,51 @@ struct Tagged {
   CommandRecord command;
 };
 
+// A command's place on the host clock.
+struct Placement {
+  int64_t start_ns = 0, dur_ns = 0, latency_ns = 0;  // host clock; latency: QUEUED to START
+  int64_t error_ns = 0;                              // bound on start_ns's error
+};
+
+// Every command placed, with what the anchoring found.
+struct Placed {
+  std::vector<Placement> events;  // parallel to the tagged commands
+  uint64_t anchored = 0;          // placed by their own enqueue bracket
+  uint64_t corrections = 0;       // of those, where the model's QUEUED lay outside it
+  int64_t max_correction_ns = 0;
+  int64_t max_error_ns = 0;
+
+  void add(const ClockModel& model, const Tagged& t) {
+    const CommandRecord& r = t.command;
+    const auto start = static_cast<int64_t>(r.start), queued = static_cast<int64_t>(r.queued);
+    Placement p;
+    p.dur_ns = std::max<int64_t>(0, model.duration(static_cast<int64_t>(r.end) - start));
+    p.latency_ns = model.duration(start - queued);
+    if (r.enqueue_end > 0) {
+      const ClockModel::Anchored a = model.to_host_anchored(start, queued, r.enqueue_begin, r.enqueue_end);
+      p.start_ns = a.host_ns;
+      p.error_ns = a.error_ns;
+      ++anchored;
+      if (a.correction_ns > 0) ++corrections;
+      max_correction_ns = std::max(max_correction_ns, a.correction_ns);
+    } else {  // enqueued while no profiler was active: the model alone
+      p.start_ns = model.to_host(start);
+      p.error_ns = model.error_bound_ns();
+    }
+    max_error_ns = std::max(max_error_ns, p.error_ns);
+    events.push_back(p);
+  }
+
+  int64_t median_error_ns() const {
+    if (events.empty()) return 0;
+    std::vector<int64_t> e;
+    e.reserve(events.size());
+    for (const Placement& p : events) e.push_back(p.error_ns);
+    std::nth_element(e.begin(), e.begin() + static_cast<ptrdiff_t>(e.size() / 2), e.end());
+    return e[e.size() / 2];
+  }
+};
+
 }  // namespace
 
 class Profiler {
@@ -119,6 +164,9 @@ class Profiler {
     const ClockSample cal_end = calibrate(env_.device->id(), env_.device->queue(), host->clock_now_ns);
     const ClockModel model = cal_end.error_ns > 0 || cal_end.device_ns > 0 ? ClockModel(cal_start_, cal_end)
                                                                            : ClockModel(cal_start_);
+    Placed placed;
+    placed.events.reserve(tagged_.size());
+    for (const Tagged& t : tagged_) placed.add(model, t);
     // Metadata first, so it is there even if appending fails below.
     const std::pair<std::string, std::string> meta[] = {
         {"device", env_.device->description()},
@@ -126,7 +174,14 @@ class Profiler {
         {"clock_model", model.describe()},
         {"clock_offset_ns", std::to_string(model.offset_ns())},
         {"clock_drift_ppm", std::to_string(model.drift_ppm())},
-        {"clock_error_bound_ns", std::to_string(model.error_bound_ns())},
+        {"clock_anchoring", "each command's QUEUED time is placed within the host clock's bracket of its enqueue "
+                            "call; the model only within that bracket. Each event's clock_error_ns is its own bound"},
+        {"clock_anchored_commands", std::to_string(placed.anchored)},
+        {"clock_model_corrections", std::to_string(placed.corrections)},
+        {"clock_model_max_correction_ns", std::to_string(placed.max_correction_ns)},
+        {"clock_error_bound_ns", std::to_string(placed.max_error_ns)},
+        {"clock_error_median_ns", std::to_string(placed.median_error_ns())},
+        {"clock_error_model_ns", std::to_string(model.error_bound_ns())},
         {"clock_error_start_ns", std::to_string(cal_start_.error_ns)},
         {"clock_error_end_ns", std::to_string(cal_end.error_ns)},
         {"device_commands", std::to_string(tagged_.size())},
@@ -146,9 +201,9 @@ class Profiler {
       batch.clear();
       return st;
     };
-    for (const Tagged& t : tagged_) {
+    for (size_t i = 0; i < tagged_.size(); ++i) {
       epprof_event* ev = nullptr;
-      if (epprof_status* st = make_event(model, t, &ev)) {
+      if (epprof_status* st = make_event(tagged_[i], placed.events[i], &ev)) {
         append_batch();
         return st;
       }
@@ -159,13 +214,11 @@ class Profiler {
     return append_batch();
   }
 
-  epprof_status* make_event(const ClockModel& model, const Tagged& t, epprof_event** out) const {
+  epprof_status* make_event(const Tagged& t, const Placement& at, epprof_event** out) const {
     const CommandRecord& r = t.command;
-    const int64_t ts = start_offset_ns_ + (model.to_host(static_cast<int64_t>(r.start)) - host_start_ns_);
-    const int64_t dur = std::max<int64_t>(0, model.duration(static_cast<int64_t>(r.end - r.start)));
-    const int64_t latency = model.duration(static_cast<int64_t>(r.start) - static_cast<int64_t>(r.queued));
-    std::vector<std::string> keys{"queue", "queued_to_start_ns"};
-    std::vector<std::string> values{"0", std::to_string(latency)};
+    const int64_t ts = start_offset_ns_ + (at.start_ns - host_start_ns_);
+    std::vector<std::string> keys{"queue", "queued_to_start_ns", "clock_error_ns"};
+    std::vector<std::string> values{"0", std::to_string(at.latency_ns), std::to_string(at.error_ns)};
     if (r.kind == CommandRecord::Kind::Kernel) {
       std::string global = "[";
       for (cl_uint i = 0; i < r.work_dim; ++i) global += (i ? "," : "") + std::to_string(r.global[i]);
@@ -181,7 +234,7 @@ class Profiler {
       v.push_back(values[i].c_str());
     }
     const epprof_category cat = r.kind == CommandRecord::Kind::Kernel ? EPPROF_CATEGORY_KERNEL : EPPROF_CATEGORY_MEMCPY;
-    return env_.host->event_create(cat, r.name.c_str(), 0, kQueueTrack, ts, dur, t.correlation_id, k.data(), v.data(),
+    return env_.host->event_create(cat, r.name.c_str(), 0, kQueueTrack, ts, at.dur_ns, t.correlation_id, k.data(), v.data(),
                                    k.size(), out);
   }
 

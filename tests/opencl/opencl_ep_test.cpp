@@ -66,7 +66,10 @@ struct Interval {
   double ts = 0, dur = 0;  // µs
 };
 
-TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheErrorBound) {
+// Each device event carries its own clock error bound (clock_error_ns: the
+// width of the host bracket around the call that enqueued it, which holds
+// its QUEUED time); the metadata's clock_error_bound_ns is the largest.
+TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheirErrorBounds) {
   REQUIRE_OPENCL(ep);
   epprof::testing::TempDir dir;
   const std::string trace = dir.file("trace.json");
@@ -77,23 +80,28 @@ TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheErrorBound) {
   EXPECT_EQ(stats.unattributed_device_events, 0u);
   EXPECT_EQ(stats.plugin_errors, 0u);
 
-  // Read it with simdjson: nodes by correlation id, the error bound from the
-  // plugin's metadata, then every device event against its node.
+  // Read it with simdjson: nodes by correlation id, the plugin's metadata,
+  // then every device event against its node.
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.load(trace).get(doc), simdjson::SUCCESS);
+  struct DeviceEvent {
+    std::string id, name;
+    Interval at;
+    int64_t error_ns = -1;
+  };
   std::map<std::string, Interval> nodes;
-  std::vector<std::pair<std::string, Interval>> device;
-  std::vector<std::string> device_names;
-  int64_t bound_ns = -1;
+  std::vector<DeviceEvent> device;
+  int64_t bound_ns = -1, anchored = -1;
   for (simdjson::dom::element e : doc.get_array()) {
     std::string_view cat = e["cat"].get_string().value();
     if (cat == "Metadata") {
+      simdjson::dom::element meta;
+      if (e["args"]["plugins"]["OpenCLExecutionProvider"].get(meta) != simdjson::SUCCESS) continue;
+      std::printf("[ info ] OpenCL EP metadata: %s\n", simdjson::minify(meta).c_str());
       std::string_view v;
-      if (e["args"]["plugins"]["OpenCLExecutionProvider"]["clock_error_bound_ns"].get(v) == simdjson::SUCCESS) {
-        bound_ns = std::stoll(std::string(v));
-        std::printf("[ info ] OpenCL EP metadata: %s\n", simdjson::minify(e["args"]["plugins"]["OpenCLExecutionProvider"]).c_str());
-      }
+      if (meta["clock_error_bound_ns"].get(v) == simdjson::SUCCESS) bound_ns = std::stoll(std::string(v));
+      if (meta["clock_anchored_commands"].get(v) == simdjson::SUCCESS) anchored = std::stoll(std::string(v));
       continue;
     }
     if (cat != "Node" && cat != "Kernel" && cat != "Memcpy") continue;
@@ -102,25 +110,31 @@ TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheErrorBound) {
     Interval iv{e["ts"].get_double().value(), e["dur"].get_double().value()};
     if (cat == "Node") {
       nodes[std::string(id)] = iv;
-    } else {
-      device.emplace_back(std::string(id), iv);
-      device_names.emplace_back(e["name"].get_string().value());
+      continue;
     }
+    DeviceEvent d{std::string(id), std::string(e["name"].get_string().value()), iv};
+    std::string_view err;
+    ASSERT_EQ(e["args"]["clock_error_ns"].get(err), simdjson::SUCCESS) << d.name << " has no clock_error_ns";
+    d.error_ns = std::stoll(std::string(err));
+    device.push_back(std::move(d));
   }
   ASSERT_GE(bound_ns, 0) << "the trace metadata lacks plugins.opencl.clock_error_bound_ns";
-  const double bound_us = static_cast<double>(bound_ns) / 1000.0 + 0.001;  // + the trace's ns rounding
-  std::printf("[ info ] OpenCL clock calibration error bound: %lld ns; %zu device events\n",
-              static_cast<long long>(bound_ns), device.size());
   ASSERT_FALSE(device.empty());
+  // Every command was enqueued inside a node, with a profiler active.
+  EXPECT_EQ(anchored, static_cast<int64_t>(device.size()));
+  std::printf("[ info ] OpenCL clock error bound: %lld ns at most; %zu device events\n",
+              static_cast<long long>(bound_ns), device.size());
   double tightest_us = 1e300;  // the smallest margin to a node edge, unwidened
-  for (size_t i = 0; i < device.size(); ++i) {
-    const auto& [id, d] = device[i];
-    auto it = nodes.find(id);
-    ASSERT_NE(it, nodes.end()) << device_names[i] << " has correlation id " << id << " of no node";
+  for (const DeviceEvent& d : device) {
+    auto it = nodes.find(d.id);
+    ASSERT_NE(it, nodes.end()) << d.name << " has correlation id " << d.id << " of no node";
+    EXPECT_GE(d.error_ns, 0) << d.name;
+    EXPECT_LE(d.error_ns, bound_ns) << d.name << ": the metadata's bound is not the largest";
     const Interval& n = it->second;
-    tightest_us = std::min({tightest_us, d.ts - n.ts, n.ts + n.dur - (d.ts + d.dur)});
-    EXPECT_GE(d.ts, n.ts - bound_us) << device_names[i] << " starts before its node";
-    EXPECT_LE(d.ts + d.dur, n.ts + n.dur + bound_us) << device_names[i] << " ends after its node";
+    const double bound_us = static_cast<double>(d.error_ns) / 1000.0 + 0.001;  // + the trace's ns rounding
+    tightest_us = std::min({tightest_us, d.at.ts - n.ts, n.ts + n.dur - (d.at.ts + d.at.dur)});
+    EXPECT_GE(d.at.ts, n.ts - bound_us) << d.name << " starts before its node";
+    EXPECT_LE(d.at.ts + d.at.dur, n.ts + n.dur + bound_us) << d.name << " ends after its node";
   }
   std::printf("[ info ] tightest margin of a device event to its node's edge: %.3f us\n", tightest_us);
 }
