@@ -6,7 +6,7 @@
  * returns an epprof_plugin. For every profiling scope (a session, a profiled
  * run) the host asks the plugin for a fresh epprof_ep_profiler and drives it:
  *
- *   start_profiling(offset) → start_event(id) / stop_event(id, event)
+ *   [host_start(t0)] → start_profiling(offset) → start_event(id) / stop_event(id, event)
  *   (nested per thread, on the thread that runs the event) →
  *   end_profiling(sink) → release
  *
@@ -15,6 +15,12 @@
  *
  * Timestamps handed to the host are nanoseconds on the host's profiling
  * timeline: event_ts = start_offset_ns + (ep_clock_now - ep_clock_at_start).
+ * A plugin that puts its device times on the host clock itself (the host's
+ * clock_now_ns) should instead use host_start (version 2): event_ts =
+ * host_clock_time - host_start_ns, exact. The first formula is off by the
+ * time between the host's clock read for start_offset_ns and the plugin's
+ * read of its clock at start -- tens of microseconds when the plugin's code
+ * is first touched then, as measured with the OpenCL EP.
  */
 #ifndef EPPROF_EP_PROFILER_H
 #define EPPROF_EP_PROFILER_H
@@ -29,8 +35,9 @@
 extern "C" {
 #endif
 
-/* The ABI version this header describes. Version 1: every slot below. */
-#define EPPROF_EP_ABI_VERSION 1u
+/* The ABI version this header describes. Version 1: every slot below
+ * marked "Since 1". Version 2 adds epprof_ep_profiler.host_start. */
+#define EPPROF_EP_ABI_VERSION 2u
 
 /* The symbol a plugin exports. */
 #define EPPROF_PLUGIN_ENTRY_SYMBOL "epprof_plugin_entry"
@@ -156,6 +163,12 @@ struct epprof_ep_profiler {
 
   /* Frees the instance. Called once, last. Required. Since 1. */
   void (*release)(epprof_ep_profiler* self);
+
+  /* The host's profiling start on the host clock (epprof_host_api
+   * clock_now_ns): an event at host clock time t has ts_ns = t -
+   * host_start_ns. Called once, just before start_profiling, on the same
+   * thread; only when abi_version >= 2. May be NULL. Since 2. */
+  epprof_status* (*host_start)(epprof_ep_profiler* self, int64_t host_start_ns);
 };
 
 typedef struct epprof_plugin epprof_plugin;

@@ -45,6 +45,7 @@ class Profiler {
     c.stop_event = &Profiler::stop_event;
     c.end_profiling = &Profiler::end_profiling;
     c.release = &Profiler::release;
+    c.host_start = &Profiler::host_start;
   }
   ~Profiler() {
     if (attached_) env_.source->detach(&converter_);
@@ -63,11 +64,18 @@ class Profiler {
     return env_.host->status_create(code, ("cuda EP profiler: " + msg).c_str());
   }
 
+  // CUPTI's records are on the host clock: the host's start on it makes
+  // their trace times exact (ep_profiler.h).
+  static epprof_status* host_start(epprof_ep_profiler* p, int64_t host_start_ns) {
+    self(p)->time_ = TimeBase{0, host_start_ns};
+    self(p)->host_start_given_ = true;
+    return nullptr;
+  }
+
   static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
     Profiler* s = self(p);
     try {
-      s->time_.start_offset_ns = start_offset_ns;
-      s->time_.host_start_ns = s->env_.host->clock_now_ns();
+      if (!s->host_start_given_) s->time_ = TimeBase{start_offset_ns, s->env_.host->clock_now_ns()};
       s->dropped_at_start_ = s->env_.source->dropped_records();
       std::string error;
       s->attached_ = s->env_.source->attach(&s->converter_, &error);
@@ -187,6 +195,7 @@ class Profiler {
   ProfilerEnv env_;
   uint64_t serial_;
   TimeBase time_;
+  bool host_start_given_ = false;
   uint64_t dropped_at_start_ = 0;
   bool attached_ = false;
   std::string attach_error_;

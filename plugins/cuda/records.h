@@ -67,7 +67,9 @@ struct ExternalCorrelationRecord {
 
 // Record timestamps → the host's profiling timeline:
 //   ts = start_offset_ns + (record_ns − host_start_ns)
-// where host_start_ns is the host clock read at start_profiling.
+// where host_start_ns is the host's profiling start on the host clock (the
+// host_start slot, start_offset_ns 0: exact) or, from hosts before ABI
+// version 2, the host clock read at start_profiling.
 struct TimeBase {
   int64_t start_offset_ns = 0;
   int64_t host_start_ns = 0;

@@ -82,6 +82,7 @@ class Profiler {
     c_.stop_event = &Profiler::stop_event;
     c_.end_profiling = &Profiler::end_profiling;
     c_.release = &Profiler::release;
+    c_.host_start = &Profiler::host_start;
   }
   epprof_ep_profiler* c() { return &handle_.c; }
 
@@ -109,11 +110,18 @@ class Profiler {
     return env_.host->status_create(code, ("opencl EP profiler: " + msg).c_str());
   }
 
+  // Device times are put on the host clock here, so the host's start on it
+  // makes them exact trace times (ep_profiler.h). Hosts before version 2
+  // give only start_profiling's offset.
+  static epprof_status* host_start(epprof_ep_profiler* p, int64_t host_start_ns) {
+    self(p)->trace_t0_ns_ = host_start_ns;
+    return nullptr;
+  }
+
   static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
     Profiler* s = self(p);
     try {
-      s->start_offset_ns_ = start_offset_ns;
-      s->host_start_ns_ = s->env_.host->clock_now_ns();
+      if (s->trace_t0_ns_ < 0) s->trace_t0_ns_ = s->env_.host->clock_now_ns() - start_offset_ns;
       s->cal_start_ = calibrate(s->env_.device->id(), s->env_.device->queue(), s->env_.host->clock_now_ns);
       s->env_.registry->add(s);
       return nullptr;
@@ -216,7 +224,7 @@ class Profiler {
 
   epprof_status* make_event(const Tagged& t, const Placement& at, epprof_event** out) const {
     const CommandRecord& r = t.command;
-    const int64_t ts = start_offset_ns_ + (at.start_ns - host_start_ns_);
+    const int64_t ts = at.start_ns - trace_t0_ns_;
     std::vector<std::string> keys{"queue", "queued_to_start_ns", "clock_error_ns"};
     std::vector<std::string> values{"0", std::to_string(at.latency_ns), std::to_string(at.error_ns)};
     if (r.kind == CommandRecord::Kind::Kernel) {
@@ -241,8 +249,7 @@ class Profiler {
   Handle handle_{};
   ProfilerEnv env_;
   uint64_t serial_;
-  int64_t start_offset_ns_ = 0;
-  int64_t host_start_ns_ = 0;
+  int64_t trace_t0_ns_ = -1;  // the host's profiling start on the host clock; -1: not given yet
   ClockSample cal_start_;
   std::vector<Tagged> tagged_;  // appended under the registry's lock
   uint64_t outside_scope_ = 0;  // commands of no event of this scope; under the registry's lock

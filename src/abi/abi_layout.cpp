@@ -7,14 +7,16 @@
 #define EPPROF_PIN(type, field, offset) \
   static_assert(offsetof(type, field) == (offset), #type "." #field " moved")
 
-// epprof_ep_profiler, ABI version 1.
+// epprof_ep_profiler, ABI version 1 (48 bytes).
 EPPROF_PIN(epprof_ep_profiler, abi_version, 0);
 EPPROF_PIN(epprof_ep_profiler, start_profiling, 8);
 EPPROF_PIN(epprof_ep_profiler, start_event, 16);
 EPPROF_PIN(epprof_ep_profiler, stop_event, 24);
 EPPROF_PIN(epprof_ep_profiler, end_profiling, 32);
 EPPROF_PIN(epprof_ep_profiler, release, 40);
-static_assert(sizeof(epprof_ep_profiler) == 48, "epprof_ep_profiler v1 size");
+// Version 2 appends host_start.
+EPPROF_PIN(epprof_ep_profiler, host_start, 48);
+static_assert(sizeof(epprof_ep_profiler) == 56, "epprof_ep_profiler v2 size");
 
 // epprof_plugin, ABI version 1.
 EPPROF_PIN(epprof_plugin, abi_version, 0);

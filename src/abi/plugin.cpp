@@ -6,6 +6,7 @@
 
 #include "abi/event.h"
 #include "abi/status.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "epprof/profiler.h"
 
@@ -98,7 +99,7 @@ bool plugin_table_remove(uint64_t handle, bool* found) {
 
 const char* slot_name(Slot s) noexcept {
   static const char* const kNames[] = {"start_profiling", "start_event", "stop_event",
-                                       "end_profiling"};
+                                       "end_profiling", "host_start"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Slot::kCount), "names complete");
   return kNames[size_t(s)];
 }
@@ -137,8 +138,11 @@ EpInstance::~EpInstance() {
   }
 }
 
-void EpInstance::start_profiling(int64_t offset_ns) {
-  check(Slot::kStartProfiling, guarded([&] { return p_->start_profiling(p_, offset_ns); }));
+void EpInstance::start_profiling(int64_t host_start_ns) {
+  if (p_->abi_version >= 2 && p_->host_start)
+    check(Slot::kHostStart, guarded([&] { return p_->host_start(p_, host_start_ns); }));
+  check(Slot::kStartProfiling,
+        guarded([&] { return p_->start_profiling(p_, core::monotonic_ns() - host_start_ns); }));
 }
 
 void EpInstance::end_profiling(epprof_event_sink* sink) {

@@ -46,7 +46,7 @@ std::shared_ptr<LoadedPlugin> plugin_table_get(uint64_t handle);
 bool plugin_table_remove(uint64_t handle, bool* found);
 
 // Why a plugin slot was called, for error accounting and messages.
-enum class Slot : uint8_t { kStartProfiling, kStartEvent, kStopEvent, kEndProfiling, kCount };
+enum class Slot : uint8_t { kStartProfiling, kStartEvent, kStopEvent, kEndProfiling, kHostStart, kCount };
 const char* slot_name(Slot s) noexcept;
 
 struct SlotErrorSummary {
@@ -73,7 +73,9 @@ class EpInstance {
   bool wants_events() const { return p_->start_event || p_->stop_event; }
   bool wants_stop_event() const { return p_->stop_event != nullptr; }
 
-  void start_profiling(int64_t offset_ns);
+  // host_start (version 2 plugins that have it) with `host_start_ns`, then
+  // start_profiling with the host clock's time since then.
+  void start_profiling(int64_t host_start_ns);
   void start_event(uint64_t id) {
     if (p_->start_event) check(Slot::kStartEvent, guarded([&] { return p_->start_event(p_, id); }));
   }

@@ -63,7 +63,7 @@ void Profiler::start() {
   start_pair_ = read_clock_pair();
   provisional_ = TickConverter(start_pair_, nominal_ns_per_tick());
   state_.store(State::kRunning, std::memory_order_release);
-  for (auto& ep : eps_) ep->start_profiling(monotonic_ns() - start_pair_.ns);
+  for (auto& ep : eps_) ep->start_profiling(start_pair_.ns);
 }
 
 std::string Profiler::stop(epprof_trace_stats* stats) {

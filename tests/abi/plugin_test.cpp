@@ -40,6 +40,8 @@ struct FakeProfiler {
   bool fail_end_after_first = false;
   bool stray_kernels = false;
   std::vector<std::string>* seen_args = nullptr;  // "key=value" of every arg stop_event saw
+  bool started = false;
+  struct FakePlugin* plugin = nullptr;
 };
 
 struct FakePlugin {
@@ -51,12 +53,24 @@ struct FakePlugin {
   int released_profilers = 0;
   bool released = false;
   std::vector<std::string> seen_args;
+  // host_start: the profilers have the slot, claiming `host_start_abi`.
+  bool host_start_slot = false;
+  uint32_t host_start_abi = EPPROF_EP_ABI_VERSION;
+  int64_t host_start_ns = -1;              // what host_start was given; -1: not called
+  bool host_start_after_start_profiling = false;
 };
 
 const epprof_host_api* host() { return epprof_get_host_api(); }
 
+epprof_status* fake_host_start(epprof_ep_profiler* self, int64_t host_start_ns) {
+  auto* p = reinterpret_cast<FakeProfiler*>(self);
+  p->plugin->host_start_ns = host_start_ns;
+  p->plugin->host_start_after_start_profiling = p->started;
+  return nullptr;
+}
 epprof_status* fake_start_profiling(epprof_ep_profiler* self, int64_t offset) {
   auto* p = reinterpret_cast<FakeProfiler*>(self);
+  p->started = true;
   p->offset = offset;
   p->ep_start = p->clock->now;
   return nullptr;
@@ -119,7 +133,12 @@ epprof_status* fake_create(epprof_plugin* self, epprof_ep_profiler** out) {
   auto* pl = reinterpret_cast<FakePlugin*>(self);
   auto* p = new FakeProfiler();
   p->base = {EPPROF_EP_ABI_VERSION, fake_start_profiling, fake_start_event, fake_stop_event,
-             fake_end_profiling, fake_release_profiler};
+             fake_end_profiling, fake_release_profiler, nullptr};
+  if (pl->host_start_slot) {
+    p->base.abi_version = pl->host_start_abi;
+    p->base.host_start = fake_host_start;
+  }
+  p->plugin = pl;
   p->clock = &pl->clock;
   p->fail_start_event = pl->fail_start_event;
   p->fail_end_after_first = pl->fail_end_after_first;
@@ -179,7 +198,7 @@ TEST(PluginRegister, ProfilerMissingRequiredSlotIsRefused) {
   auto* pl = new_fake_plugin();
   pl->base.create_profiler = [](epprof_plugin*, epprof_ep_profiler** out) -> epprof_status* {
     static epprof_ep_profiler incomplete = {EPPROF_EP_ABI_VERSION, nullptr, nullptr, nullptr,
-                                            nullptr, [](epprof_ep_profiler*) {}};
+                                            nullptr, [](epprof_ep_profiler*) {}, nullptr};
     *out = &incomplete;
     return nullptr;
   };
@@ -263,6 +282,33 @@ TEST(FakePluginProfiling, OffsetFormulaPlacesEpEventsOnTheHostTimeline) {
   EXPECT_EQ(r.stats.device_events, 3u);
   EXPECT_EQ(r.stats.unattributed_device_events, 0u);
   EXPECT_TRUE(pl->released);
+  delete pl;
+}
+
+// Version 2: the host's profiling start on the host clock, before
+// start_profiling; a plugin that puts its times on the host clock needs no
+// clock read of its own at start (which the first touch of its code can
+// delay by tens of microseconds).
+TEST(FakePluginProfiling, HostStartGivesTheTraceT0BeforeStartProfiling) {
+  auto* pl = new_fake_plugin();
+  pl->host_start_slot = true;
+  Recorded r = run_fake(pl, 1);
+  const epprof::testing::TraceEvent* meta = nullptr;
+  for (auto& e : r.events)
+    if (e.name == "epprof_metadata") meta = &e;
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(std::to_string(pl->host_start_ns), meta->arg("t0_monotonic_ns"));
+  EXPECT_FALSE(pl->host_start_after_start_profiling);
+  delete pl;
+}
+
+TEST(FakePluginProfiling, HostStartIsNotCalledOnAVersion1Profiler) {
+  auto* pl = new_fake_plugin();
+  pl->host_start_slot = true;
+  pl->host_start_abi = 1;  // the slot lies past a version-1 struct: never read
+  Recorded r = run_fake(pl, 1);
+  EXPECT_EQ(pl->host_start_ns, -1);
+  EXPECT_EQ(r.stats.device_events, 1u);
   delete pl;
 }
 
