@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 namespace epprof::ep_common {
@@ -23,6 +24,11 @@ constexpr OpInfo kOps[] = {
     {"Relu", Op::Relu, 6, 1, 1},       {"Sigmoid", Op::Sigmoid, 6, 1, 1},
     {"Tanh", Op::Tanh, 6, 1, 1},       {"Softmax", Op::Softmax, 1, 1, 1},
     {"MatMul", Op::MatMul, 1, 2, 2},   {"Gemm", Op::Gemm, 7, 2, 3},
+    {"Conv", Op::Conv, 1, 2, 3},       {"MaxPool", Op::MaxPool, 1, 1, 1},
+    {"AveragePool", Op::AveragePool, 7, 1, 1},  // 7: count_include_pad
+    {"GlobalAveragePool", Op::GlobalAveragePool, 1, 1, 1},
+    {"BatchNormalization", Op::BatchNormalization, 7, 5, 5},
+    {"Clip", Op::Clip, 6, 1, 3},
 };
 
 const epprof_ep_attribute* find_attr(const epprof_ep_node& n, const char* name) {
@@ -37,6 +43,48 @@ int64_t attr_int(const epprof_ep_node& n, const char* name, int64_t fallback) {
 float attr_float(const epprof_ep_node& n, const char* name, float fallback) {
   const auto* a = find_attr(n, name);
   return a && a->type == EPPROF_EP_ATTR_FLOAT ? a->f : fallback;
+}
+std::vector<int64_t> attr_ints(const epprof_ep_node& n, const char* name) {
+  const auto* a = find_attr(n, name);
+  return a && a->type == EPPROF_EP_ATTR_INTS && a->count > 0 ? std::vector<int64_t>(a->ints, a->ints + a->count)
+                                                            : std::vector<int64_t>{};
+}
+
+// Conv's and the pools' attributes, if the kernels run them for an input of
+// `rank` (-1: unknown). Anything else is left to the next EP, whose errors
+// name the problem.
+bool parse_window(const epprof_ep_node& n, Op op, int32_t rank, WindowAttrs* w) {
+  if (rank != 3 && rank != 4) return false;  // 1-D and 2-D windows only, rank known
+  const size_t spatial = static_cast<size_t>(rank) - 2;
+  w->kernel_shape = attr_ints(n, "kernel_shape");
+  w->strides = attr_ints(n, "strides");
+  w->pads = attr_ints(n, "pads");
+  w->dilations = attr_ints(n, "dilations");
+  const bool conv = op == Op::Conv;
+  if (!conv && w->kernel_shape.size() != spatial) return false;  // required for the pools
+  auto fits = [](const std::vector<int64_t>& v, size_t len, int64_t min) {
+    return v.empty() || (v.size() == len && std::all_of(v.begin(), v.end(), [min](int64_t x) { return x >= min; }));
+  };
+  if (!fits(w->kernel_shape, spatial, 1) || !fits(w->strides, spatial, 1) || !fits(w->dilations, spatial, 1) ||
+      !fits(w->pads, 2 * spatial, 0))
+    return false;
+  if (op == Op::AveragePool && !w->dilations.empty()) return false;  // opset 19's
+  const auto* pad = find_attr(n, "auto_pad");
+  const std::string auto_pad = pad && pad->type == EPPROF_EP_ATTR_STRING && pad->s ? pad->s : "NOTSET";
+  if (auto_pad == "NOTSET" || auto_pad.empty()) w->auto_pad = WindowAttrs::AutoPad::NotSet;
+  else if (auto_pad == "SAME_UPPER") w->auto_pad = WindowAttrs::AutoPad::SameUpper;
+  else if (auto_pad == "SAME_LOWER") w->auto_pad = WindowAttrs::AutoPad::SameLower;
+  else if (auto_pad == "VALID") w->auto_pad = WindowAttrs::AutoPad::Valid;
+  else return false;
+  w->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  w->count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+  w->group = attr_int(n, "group", 1);
+  if (w->group < 1) return false;
+  if (conv) {  // W: M x C/group x kernel, of X's rank when known
+    const epprof_ep_tensor& wt = n.inputs[1];
+    if (wt.rank >= 0 && wt.rank != rank) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -78,12 +126,13 @@ ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shap
   return {};
 }
 
-bool parse_node(const epprof_ep_node& n, OpKernel* k, std::string* why_not) {
+bool parse_node(const epprof_ep_node& n, OpSet supported, OpKernel* k, std::string* why_not) {
   if (n.domain[0] != '\0' || n.num_outputs != 1) return false;
   const OpInfo* info = nullptr;
   for (const auto& o : kOps)
     if (std::strcmp(o.type, n.op_type) == 0) info = &o;
-  if (!info || n.opset < info->min_opset || n.num_inputs < info->min_inputs || n.num_inputs > info->max_inputs)
+  if (!info || !(supported & op_bit(info->op)) || n.opset < info->min_opset || n.num_inputs < info->min_inputs ||
+      n.num_inputs > info->max_inputs)
     return false;
   for (size_t i = 0; i < n.num_inputs; ++i) {
     const epprof_ep_tensor& t = n.inputs[i];
@@ -105,6 +154,23 @@ bool parse_node(const epprof_ep_node& n, OpKernel* k, std::string* why_not) {
       if ((r0 >= 0 && r0 != 2) || (r1 >= 0 && r1 != 2)) return false;
       if (n.num_inputs > 2 && n.inputs[2].rank > 2) return false;
       break;
+    case Op::Conv: case Op::MaxPool: case Op::AveragePool:
+      if (!parse_window(n, info->op, r0, &k->window)) return false;
+      break;
+    case Op::GlobalAveragePool:
+      if (r0 < 3) return false;  // N x C x spatial..., rank known
+      break;
+    case Op::BatchNormalization:
+      if (r0 < 2) return false;  // N x C x ..., rank known
+      if (attr_int(n, "spatial", 1) != 1 || attr_int(n, "training_mode", 0) != 0) return false;
+      for (size_t i = 1; i < 5; ++i)
+        if (n.inputs[i].rank > 1) return false;
+      break;
+    case Op::Clip:
+      if (n.opset < 11 && n.num_inputs != 1) return false;
+      for (size_t i = 1; i < n.num_inputs; ++i)
+        if (n.inputs[i].rank > 1) return false;  // scalar bounds
+      break;
     default: break;
   }
   k->op = info->op;
@@ -115,7 +181,70 @@ bool parse_node(const epprof_ep_node& n, OpKernel* k, std::string* why_not) {
   k->trans_b = attr_int(n, "transB", 0) != 0;
   k->legacy_softmax = n.opset < 13;
   k->axis = attr_int(n, "axis", k->legacy_softmax ? 1 : -1);
+  k->epsilon = attr_float(n, "epsilon", 1e-5f);
+  k->clip_bounds_are_inputs = n.opset >= 11;
+  k->clip_min = attr_float(n, "min", -std::numeric_limits<float>::max());
+  k->clip_max = attr_float(n, "max", std::numeric_limits<float>::max());
   return true;
+}
+
+ComputeResult window_dims(const OpKernel& k, const Shape& x, const Shape* weights, WindowDims* out) {
+  const WindowAttrs& a = k.window;
+  if (x.size() != 3 && x.size() != 4)
+    return failed(Kind::Unsupported, k.node + ": only 1-D and 2-D windows run on the device");
+  const size_t spatial = x.size() - 2;
+  Shape kernel = a.kernel_shape;
+  WindowDims& d = *out;
+  d = WindowDims{};
+  d.n = x[0];
+  d.c = x[1];
+  d.m = d.c;
+  if (weights) {
+    const Shape& w = *weights;
+    if (w.size() != x.size()) return failed(Kind::Failed, k.node + ": W's rank differs from X's");
+    const Shape from_w(w.begin() + 2, w.end());
+    if (!kernel.empty() && kernel != from_w) return failed(Kind::Failed, k.node + ": kernel_shape disagrees with W");
+    kernel = from_w;
+    if (d.c % a.group || w[0] % a.group || w[1] * a.group != d.c)
+      return failed(Kind::Failed, k.node + ": channels of X and W do not match for group " + std::to_string(a.group));
+    d.m = w[0];
+    d.group = a.group;
+  }
+  // Per spatial dim, right-aligned into (h, w): a 1-D window is 1 x w.
+  int64_t in[2] = {1, 1}, ks[2] = {1, 1}, st[2] = {1, 1}, di[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0},
+          o[2] = {1, 1};
+  for (size_t j = 0; j < spatial; ++j) {
+    const size_t i = 2 - spatial + j;
+    in[i] = x[2 + j];
+    ks[i] = kernel[j];
+    st[i] = a.strides.empty() ? 1 : a.strides[j];
+    di[i] = a.dilations.empty() ? 1 : a.dilations[j];
+    if (ks[i] < 1) return failed(Kind::Failed, k.node + ": kernel dims must be positive");
+    const int64_t ek = (ks[i] - 1) * di[i] + 1;
+    using AutoPad = WindowAttrs::AutoPad;
+    if (a.auto_pad == AutoPad::SameUpper || a.auto_pad == AutoPad::SameLower) {
+      o[i] = (in[i] + st[i] - 1) / st[i];
+      const int64_t total = std::max<int64_t>(0, (o[i] - 1) * st[i] + ek - in[i]);
+      pb[i] = a.auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+      pe[i] = total - pb[i];
+      continue;
+    }
+    if (a.auto_pad == AutoPad::NotSet && !a.pads.empty()) {
+      pb[i] = a.pads[j];
+      pe[i] = a.pads[j + spatial];
+    }
+    const int64_t span = in[i] + pb[i] + pe[i] - ek;
+    if (span < 0) return failed(Kind::Failed, k.node + ": the kernel is larger than the padded input");
+    o[i] = (a.ceil_mode ? (span + st[i] - 1) / st[i] : span / st[i]) + 1;
+    // A window that would start entirely in the end padding is dropped.
+    if (a.ceil_mode && (o[i] - 1) * st[i] >= in[i] + pb[i]) --o[i];
+  }
+  d.h = in[0], d.w = in[1], d.kh = ks[0], d.kw = ks[1], d.sh = st[0], d.sw = st[1], d.dh = di[0], d.dw = di[1];
+  d.pad_top = pb[0], d.pad_left = pb[1], d.pad_bottom = pe[0], d.pad_right = pe[1], d.oh = o[0], d.ow = o[1];
+  d.out = {d.n, d.m};
+  if (spatial == 2) d.out.push_back(d.oh);
+  d.out.push_back(d.ow);
+  return {};
 }
 
 ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out) {
@@ -175,12 +304,12 @@ ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t nu
   return {};
 }
 
-epprof_status* create_kernel(const epprof_host_api* host, const char* who, const epprof_ep_node& node,
-                             void** out_kernel) {
+epprof_status* create_kernel(const epprof_host_api* host, const char* who, OpSet supported,
+                             const epprof_ep_node& node, void** out_kernel) {
   try {
     auto k = std::make_unique<OpKernel>();
     std::string why_not;
-    if (!parse_node(node, k.get(), &why_not))
+    if (!parse_node(node, supported, k.get(), &why_not))
       return host->status_create(EPPROF_UNSUPPORTED,
                                  (std::string(who) + "cannot run node '" + node.name + "' " + why_not).c_str());
     k->host = host;

@@ -14,7 +14,28 @@ namespace epprof::ep_common {
 constexpr int kMaxBroadcastRank = 6;  // elementwise ops: output rank limit of the kernels
 constexpr int kMaxBatchRank = 4;      // MatMul batch dims (operands of rank <= 6)
 
-enum class Op { Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Softmax, MatMul, Gemm };
+constexpr int kMaxWindowRank = 2;     // Conv and pooling: 1-D and 2-D windows
+
+enum class Op {
+  Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Softmax, MatMul, Gemm,  // every device EP
+  Conv, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Clip,  // a CNN's
+};
+
+// A set of ops, one bit each: what one plugin runs.
+using OpSet = uint32_t;
+constexpr OpSet op_bit(Op op) { return OpSet{1} << static_cast<unsigned>(op); }
+constexpr OpSet kBasicOps = (op_bit(Op::Gemm) << 1) - 1;  // Add .. Gemm
+constexpr OpSet kCnnOps = op_bit(Op::Conv) | op_bit(Op::MaxPool) | op_bit(Op::AveragePool) |
+                          op_bit(Op::GlobalAveragePool) | op_bit(Op::BatchNormalization) | op_bit(Op::Clip);
+
+// Conv and pooling attributes as the node gives them (empty: the default).
+struct WindowAttrs {
+  std::vector<int64_t> kernel_shape, strides, pads, dilations;
+  enum class AutoPad { NotSet, SameUpper, SameLower, Valid } auto_pad = AutoPad::NotSet;
+  bool ceil_mode = false;          // pools
+  bool count_include_pad = false;  // AveragePool
+  int64_t group = 1;               // Conv
+};
 
 // A kernel: the op and its attributes, read once at create_kernel.
 struct OpKernel {
@@ -25,12 +46,17 @@ struct OpKernel {
   bool trans_a = false, trans_b = false;
   int64_t axis = -1;
   bool legacy_softmax = false;  // opset < 13: coerce to 2-D at axis
+  WindowAttrs window;           // Conv, MaxPool, AveragePool
+  float epsilon = 1e-5f;        // BatchNormalization
+  // Clip before opset 11: the bounds are attributes; from 11, inputs.
+  bool clip_bounds_are_inputs = true;
+  float clip_min = 0, clip_max = 0;
 };
 
-// Whether the EP supports `node` (float32, the ops above, ranks within the
-// kernels' limits); on true, *kernel describes it. `why_not` says why not
-// (for messages), when it matters.
-bool parse_node(const epprof_ep_node& node, OpKernel* kernel, std::string* why_not);
+// Whether the EP supports `node` (float32, an op of `supported`, ranks
+// within the kernels' limits); on true, *kernel describes it. `why_not`
+// says why not (for messages), when it matters.
+bool parse_node(const epprof_ep_node& node, OpSet supported, OpKernel* kernel, std::string* why_not);
 
 struct ComputeResult {
   enum class Kind { Ok, OutOfMemory, Unsupported, Failed } kind = Kind::Ok;
@@ -99,10 +125,25 @@ struct GemmDims {
 };
 ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, GemmDims* out);
 
-// The create_kernel slot: a new OpKernel for `node` into *out_kernel, or
-// UNSUPPORTED naming the node; `who` prefixes messages ("opencl EP: ").
-epprof_status* create_kernel(const epprof_host_api* host, const char* who, const epprof_ep_node& node,
-                             void** out_kernel);
+// A 1-D or 2-D window op's geometry (Conv, MaxPool, AveragePool) on an
+// N x C x [H x] W input, 1-D as H = 1; pads are begin/end per spatial dim.
+// Conv also: its M output channels and the kernel from W (M x C/group x k).
+struct WindowDims {
+  int64_t n = 0, c = 0, h = 1, w = 0;   // input
+  int64_t m = 0, oh = 1, ow = 0;        // output channels and spatial dims
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t group = 1;
+  Shape out;                            // the output's shape, of x's rank
+};
+// `weights` is W's shape for Conv, null for the pools.
+ComputeResult window_dims(const OpKernel& k, const Shape& x, const Shape* weights, WindowDims* out);
+
+// The create_kernel slot: a new OpKernel for `node` into *out_kernel when
+// it is among `supported`, or UNSUPPORTED naming the node; `who` prefixes
+// messages ("opencl EP: ").
+epprof_status* create_kernel(const epprof_host_api* host, const char* who, OpSet supported,
+                             const epprof_ep_node& node, void** out_kernel);
 // The release_kernel slot.
 void release_kernel(void* kernel);
 

@@ -206,6 +206,7 @@ ComputeResult compute(Device& device, uint64_t alloc_limit, const OpKernel& k, c
       case Op::Softmax: r = run_softmax(d, k, in, outputs); break;
       case Op::MatMul: r = run_matmul(d, k, in, outputs); break;
       case Op::Gemm: r = run_gemm(d, k, in, num_inputs, outputs); break;
+      default: r = failed(Kind::Unsupported, k.node + " is not an op of the CUDA EP"); break;  // never claimed
     }
   }  // the dispatch waits for its stream before the worker goes back
   device.release(w);

@@ -50,7 +50,7 @@ epprof_status* claims(epprof_ep_plugin* self, const epprof_ep_node* node, int* o
     *out_claimed = 0;
     OpKernel k;
     std::string why_not;
-    if (parse_node(*node, &k, &why_not)) *out_claimed = 1;
+    if (parse_node(*node, ep_common::kBasicOps, &k, &why_not)) *out_claimed = 1;
     return nullptr;
   } catch (const std::exception& e) {
     return make_status(s, EPPROF_PLUGIN_ERROR, std::string("claims: ") + e.what());
@@ -58,7 +58,7 @@ epprof_status* claims(epprof_ep_plugin* self, const epprof_ep_node* node, int* o
 }
 
 epprof_status* create_kernel(epprof_ep_plugin* self, const epprof_ep_node* node, void** out_kernel) {
-  return ep_common::create_kernel(state(self).host, "cuda EP: ", *node, out_kernel);
+  return ep_common::create_kernel(state(self).host, "cuda EP: ", ep_common::kBasicOps, *node, out_kernel);
 }
 
 epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_tensor* inputs, size_t num_inputs,

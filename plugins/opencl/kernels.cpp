@@ -38,6 +38,16 @@ __kernel void NAME(__global const float* X, __global float* Y, long n) {        
 UNARY(unary_relu, x > 0.0f ? x : 0.0f)
 UNARY(unary_sigmoid, x >= 0.0f ? 1.0f / (1.0f + exp(-x)) : exp(x) / (1.0f + exp(x)))
 UNARY(unary_tanh, tanh(x))
+
+// min > max gives max, as ONNX says; NaN stays NaN.
+__kernel void clip(__global const float* X, __global float* Y, long n, float lo, float hi) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  float x = X[i];
+  if (x < lo) x = lo;
+  if (hi < x) x = hi;
+  Y[i] = x;
+}
 )CLC";
 
 // One work-item per (outer, inner) row: max, exp and sum, normalise.
@@ -97,6 +107,94 @@ __kernel void gemm(__global const float* A, __global const float* B, __global co
 }
 )CLC";
 
+// A CNN's ops, NCHW. Window geometry as the CPU EP resolves it: input
+// coordinate = output * stride - begin pad + tap * dilation; taps outside
+// the input are skipped (zero padding for conv, ignored by the pools).
+const char* const kCnn = R"CLC(
+typedef struct {
+  long n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pad_top, pad_left, pad_bottom, pad_right;
+  long group, has_bias, count_include_pad;
+} win_t;
+typedef struct { long planes, c, spatial; float epsilon; } plane_t;
+
+// Grouped convolution (depthwise when group == c), optional bias.
+__kernel void conv2d(__global const float* X, __global const float* W, __global const float* B,
+                     __global float* Y, win_t p) {
+  long ox = get_global_id(0), oy = get_global_id(1), nm = get_global_id(2);
+  if (ox >= p.ow || oy >= p.oh || nm >= p.n * p.m) return;
+  long n = nm / p.m, m = nm % p.m;
+  long cg = p.c / p.group, g = m / (p.m / p.group);
+  long y0 = oy * p.sh - p.pad_top, x0 = ox * p.sw - p.pad_left;
+  float acc = p.has_bias ? B[m] : 0.0f;
+  for (long ci = 0; ci < cg; ++ci) {
+    __global const float* x = X + (n * p.c + g * cg + ci) * p.h * p.w;
+    __global const float* k = W + (m * cg + ci) * p.kh * p.kw;
+    for (long ky = 0; ky < p.kh; ++ky) {
+      long iy = y0 + ky * p.dh;
+      if (iy < 0 || iy >= p.h) continue;
+      for (long kx = 0; kx < p.kw; ++kx) {
+        long ix = x0 + kx * p.dw;
+        if (ix >= 0 && ix < p.w) acc += x[iy * p.w + ix] * k[ky * p.kw + kx];
+      }
+    }
+  }
+  Y[(nm * p.oh + oy) * p.ow + ox] = acc;
+}
+
+__kernel void maxpool2d(__global const float* X, __global float* Y, win_t p) {
+  long ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
+  if (ox >= p.ow || oy >= p.oh || plane >= p.n * p.c) return;
+  __global const float* x = X + plane * p.h * p.w;
+  long y0 = oy * p.sh - p.pad_top, x0 = ox * p.sw - p.pad_left;
+  float best = -FLT_MAX;
+  for (long ky = 0; ky < p.kh; ++ky) {
+    long iy = y0 + ky * p.dh;
+    if (iy < 0 || iy >= p.h) continue;
+    for (long kx = 0; kx < p.kw; ++kx) {
+      long ix = x0 + kx * p.dw;
+      if (ix >= 0 && ix < p.w) best = fmax(best, x[iy * p.w + ix]);
+    }
+  }
+  Y[(plane * p.oh + oy) * p.ow + ox] = best;
+}
+
+// The mean of the window's input elements; with count_include_pad, the
+// divisor counts the window's positions up to the end of the padding.
+__kernel void avgpool2d(__global const float* X, __global float* Y, win_t p) {
+  long ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
+  if (ox >= p.ow || oy >= p.oh || plane >= p.n * p.c) return;
+  __global const float* x = X + plane * p.h * p.w;
+  long ys = oy * p.sh - p.pad_top, xs = ox * p.sw - p.pad_left;
+  long ye = min(ys + p.kh, p.h + p.pad_bottom), xe = min(xs + p.kw, p.w + p.pad_right);
+  long ylo = max(ys, 0L), yhi = min(ye, p.h), xlo = max(xs, 0L), xhi = min(xe, p.w);
+  float sum = 0.0f;
+  for (long iy = ylo; iy < yhi; ++iy)
+    for (long ix = xlo; ix < xhi; ++ix) sum += x[iy * p.w + ix];
+  long count = p.count_include_pad ? (ye - ys) * (xe - xs) : max(yhi - ylo, 0L) * max(xhi - xlo, 0L);
+  Y[(plane * p.oh + oy) * p.ow + ox] = count > 0 ? sum / (float)count : 0.0f;
+}
+
+// One work-item per (n, c) plane.
+__kernel void global_avgpool(__global const float* X, __global float* Y, plane_t p) {
+  long plane = get_global_id(0);
+  if (plane >= p.planes) return;
+  __global const float* x = X + plane * p.spatial;
+  float sum = 0.0f;
+  for (long i = 0; i < p.spatial; ++i) sum += x[i];
+  Y[plane] = sum / (float)p.spatial;
+}
+
+// Inference: y = scale * (x - mean) / sqrt(var + epsilon) + bias, per channel.
+__kernel void batchnorm(__global const float* X, __global const float* scale, __global const float* bias,
+                        __global const float* mean, __global const float* var, __global float* Y, plane_t p) {
+  long i = get_global_id(0);
+  if (i >= p.planes * p.spatial) return;
+  long ch = (i / p.spatial) % p.c;
+  float inv = scale[ch] / sqrt(var[ch] + p.epsilon);
+  Y[i] = (X[i] - mean[ch]) * inv + bias[ch];
+}
+)CLC";
+
 }  // namespace
 
 const char* program_name(Program p) {
@@ -105,6 +203,7 @@ const char* program_name(Program p) {
     case Program::Softmax: return "softmax";
     case Program::MatMul: return "matmul";
     case Program::Gemm: return "gemm";
+    case Program::Cnn: return "cnn";
     case Program::Count_: break;
   }
   return "?";
@@ -116,6 +215,7 @@ const char* program_source(Program p) {
     case Program::Softmax: return kSoftmax;
     case Program::MatMul: return kMatMul;
     case Program::Gemm: return kGemm;
+    case Program::Cnn: return kCnn;
     case Program::Count_: break;
   }
   return "";

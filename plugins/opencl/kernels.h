@@ -7,7 +7,7 @@
 
 namespace epprof::opencl {
 
-enum class Program { Elementwise, Softmax, MatMul, Gemm, Count_ };
+enum class Program { Elementwise, Softmax, MatMul, Gemm, Cnn, Count_ };
 
 const char* program_name(Program p);    // "elementwise", ...
 const char* program_source(Program p);  // OpenCL C
@@ -32,6 +32,20 @@ struct MatMulParams {
 struct GemmParams {
   cl_long m, n, k, trans_a, trans_b, has_c, csm, csn;  // C strides (0: broadcast)
   cl_float alpha, beta;
+};
+
+// conv2d, maxpool2d, avgpool2d: one work-item per output element.
+struct WindowParams {
+  cl_long n, c, h, w, m, oh, ow;  // X: n x c x h x w; Y: n x m x oh x ow
+  cl_long kh, kw, sh, sw, dh, dw;
+  cl_long pad_top, pad_left, pad_bottom, pad_right;
+  cl_long group, has_bias, count_include_pad;
+};
+
+// global_avgpool, batchnorm: planes of `spatial` elements, channel = plane % c.
+struct PlaneParams {
+  cl_long planes, c, spatial;
+  cl_float epsilon;
 };
 
 }  // namespace epprof::opencl

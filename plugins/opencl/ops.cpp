@@ -1,6 +1,8 @@
 #include "ops.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace epprof::opencl {
 
@@ -28,6 +30,12 @@ const char* kernel_name(Op op) {
     case Op::Softmax: return "softmax";
     case Op::MatMul: return "matmul";
     case Op::Gemm: return "gemm";
+    case Op::Conv: return "conv2d";
+    case Op::MaxPool: return "maxpool2d";
+    case Op::AveragePool: return "avgpool2d";
+    case Op::GlobalAveragePool: return "global_avgpool";
+    case Op::BatchNormalization: return "batchnorm";
+    case Op::Clip: return "clip";
   }
   return "?";
 }
@@ -39,6 +47,8 @@ Program program_for(Op op) {
     case Op::Softmax: return Program::Softmax;
     case Op::MatMul: return Program::MatMul;
     case Op::Gemm: return Program::Gemm;
+    case Op::Conv: case Op::MaxPool: case Op::AveragePool: case Op::GlobalAveragePool:
+    case Op::BatchNormalization: return Program::Cnn;
     default: return Program::Elementwise;
   }
 }
@@ -180,13 +190,134 @@ ComputeResult run_gemm(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* i
   return {};
 }
 
+// ---- A CNN's ops ----
+
+// Uploads every input with data, in order, into `mems` (null for an omitted
+// or empty one: the kernels read no bytes of it).
+bool upload_inputs(Dispatch& d, const epprof_ep_tensor* in, size_t num_inputs, cl_mem* mems) {
+  for (size_t i = 0; i < num_inputs; ++i) {
+    mems[i] = nullptr;
+    if (in[i].byte_size > 0 && !d.upload(in[i].data, in[i].byte_size, &mems[i])) return false;
+  }
+  return true;
+}
+
+WindowParams window_params(const WindowDims& w, bool has_bias, bool count_include_pad) {
+  return WindowParams{w.n, w.c, w.h, w.w, w.m, w.oh, w.ow,  // in the fields' order
+                      w.kh, w.kw, w.sh, w.sw, w.dh, w.dw,
+                      w.pad_top, w.pad_left, w.pad_bottom, w.pad_right,
+                      w.group, has_bias, count_include_pad};
+}
+
+// Conv (any group: depthwise is group == C) and the two window pools.
+ComputeResult run_window(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
+                         epprof_ep_outputs* outputs) {
+  const bool conv = k.op == Op::Conv;
+  const Shape x = shape_of(in[0]);
+  const Shape w = conv ? shape_of(in[1]) : Shape{};
+  WindowDims dims;
+  if (ComputeResult e = window_dims(k, x, conv ? &w : nullptr, &dims); e.kind != Kind::Ok) return e;
+  const bool has_bias = conv && num_inputs > 2 && in[2].dtype != EPPROF_EP_DTYPE_UNDEFINED;
+  if (has_bias && count(shape_of(in[2])) != dims.m)
+    return failed(Kind::Failed, k.node + ": bias B must have " + std::to_string(dims.m) + " elements");
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, dims.out, &y);
+  const int64_t total = count(dims.out);
+  if (r.kind != Kind::Ok || total == 0) return r;
+  if (count(x) == 0 || (conv && count(w) == 0))
+    return failed(Kind::Unsupported, k.node + ": an empty input with a non-empty output does not run on the device");
+  const WindowParams p = window_params(dims, has_bias, k.window.count_include_pad);
+  cl_mem mem[3] = {}, my = nullptr;
+  cl_kernel kern;
+  const char* name = kernel_name(k.op);
+  const size_t global[3] = {static_cast<size_t>(dims.ow), static_cast<size_t>(dims.oh),
+                            static_cast<size_t>(dims.n * (conv ? dims.m : dims.c))};
+  bool ok = upload_inputs(d, in, conv ? std::min<size_t>(num_inputs, 3) : 1, mem) &&
+            d.create_output(bytes_of(total), &my) && d.kernel(Program::Cnn, name, &kern) &&
+            d.set_arg(kern, 0, sizeof(cl_mem), &mem[0], "X");
+  cl_uint arg = 1;
+  if (ok && conv)
+    ok = d.set_arg(kern, arg++, sizeof(cl_mem), &mem[1], "W") && d.set_arg(kern, arg++, sizeof(cl_mem), &mem[2], "B");
+  if (!ok || !d.set_arg(kern, arg++, sizeof my, &my, "Y") || !d.set_arg(kern, arg, sizeof p, &p, "params") ||
+      !d.run(kern, name, 3, global) || !d.download(my, y, bytes_of(total)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+// GlobalAveragePool (one work-item per plane) and BatchNormalization (per element).
+ComputeResult run_planes(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+  const Shape x = shape_of(in[0]);
+  const bool pool = k.op == Op::GlobalAveragePool;
+  PlaneParams p{};
+  p.c = x[1];
+  p.planes = x[0] * x[1];
+  p.spatial = p.planes > 0 ? count(x) / p.planes : 0;
+  p.epsilon = k.epsilon;
+  Shape out = x;
+  if (pool) std::fill(out.begin() + 2, out.end(), 1);
+  const size_t num_inputs = pool ? 1 : 5;
+  for (size_t i = 1; i < num_inputs; ++i)
+    if (shape_of(in[i]) != Shape{p.c})
+      return failed(Kind::Failed, k.node + ": input " + std::to_string(i) + " must be float32[" +
+                                      std::to_string(p.c) + "]");
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, out, &y);
+  const int64_t total = count(out);
+  if (r.kind != Kind::Ok || total == 0) return r;
+  if (p.spatial == 0) return failed(Kind::Unsupported, k.node + ": empty spatial dims do not run on the device");
+  cl_mem mem[5] = {}, my = nullptr;
+  cl_kernel kern;
+  const char* name = kernel_name(k.op);
+  const size_t global = static_cast<size_t>(pool ? p.planes : total);
+  bool ok = upload_inputs(d, in, num_inputs, mem) && d.create_output(bytes_of(total), &my) &&
+            d.kernel(Program::Cnn, name, &kern);
+  static const char* const kArgs[] = {"X", "scale", "B", "mean", "var"};
+  for (cl_uint i = 0; ok && i < num_inputs; ++i) ok = d.set_arg(kern, i, sizeof(cl_mem), &mem[i], kArgs[i]);
+  const auto n = static_cast<cl_uint>(num_inputs);
+  if (!ok || !d.set_arg(kern, n, sizeof my, &my, "Y") || !d.set_arg(kern, n + 1, sizeof p, &p, "params") ||
+      !d.run(kern, name, 1, &global) || !d.download(my, y, bytes_of(total)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
+ComputeResult run_clip(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
+                       epprof_ep_outputs* outputs) {
+  float lo = k.clip_min, hi = k.clip_max;
+  if (k.clip_bounds_are_inputs) {
+    lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
+    const char* names[] = {"", "min", "max"};
+    for (size_t i = 1; i < num_inputs && i < 3; ++i) {
+      if (in[i].dtype == EPPROF_EP_DTYPE_UNDEFINED) continue;  // omitted
+      if (in[i].byte_size != sizeof(float))
+        return failed(Kind::Failed, k.node + ": input '" + names[i] + "' must be a float32 scalar");
+      std::memcpy(i == 1 ? &lo : &hi, in[i].data, sizeof(float));
+    }
+  }
+  const Shape x = shape_of(in[0]);
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, x, &y);
+  const int64_t n = count(x);
+  if (r.kind != Kind::Ok || n == 0) return r;
+  cl_long cn = n;
+  cl_mem mx, my;
+  cl_kernel kern;
+  const size_t global = static_cast<size_t>(n);
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.create_output(bytes_of(n), &my) ||
+      !d.kernel(Program::Elementwise, "clip", &kern) || !d.set_arg(kern, 0, sizeof mx, &mx, "X") ||
+      !d.set_arg(kern, 1, sizeof my, &my, "Y") || !d.set_arg(kern, 2, sizeof cn, &cn, "n") ||
+      !d.set_arg(kern, 3, sizeof lo, &lo, "min") || !d.set_arg(kern, 4, sizeof hi, &hi, "max") ||
+      !d.run(kern, "clip", 1, &global) || !d.download(my, y, bytes_of(n)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
 }  // namespace
 
 ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, const OpKernel& k,
                       const epprof_ep_tensor* in, size_t num_inputs, epprof_ep_outputs* outputs,
                       std::vector<CommandRecord>* records) {
   for (size_t i = 0; i < num_inputs; ++i) {
-    const bool optional = k.op == Op::Gemm && i == 2;
+    const bool optional = (k.op == Op::Gemm && i == 2) || (k.op == Op::Conv && i == 2) || (k.op == Op::Clip && i > 0);
     if (in[i].dtype != EPPROF_EP_DTYPE_FLOAT && !(optional && in[i].dtype == EPPROF_EP_DTYPE_UNDEFINED))
       return failed(Kind::Unsupported, "input " + std::to_string(i) + " is not float32");
   }
@@ -198,6 +329,9 @@ ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, 
     case Op::Softmax: r = run_softmax(d, k, in, outputs); break;
     case Op::MatMul: r = run_matmul(d, k, in, outputs); break;
     case Op::Gemm: r = run_gemm(d, k, in, num_inputs, outputs); break;
+    case Op::Conv: case Op::MaxPool: case Op::AveragePool: r = run_window(d, k, in, num_inputs, outputs); break;
+    case Op::GlobalAveragePool: case Op::BatchNormalization: r = run_planes(d, k, in, outputs); break;
+    case Op::Clip: r = run_clip(d, k, in, num_inputs, outputs); break;
   }
   if (r.kind == Kind::Ok) *records = d.records();
   return r;

@@ -5,7 +5,7 @@
 // Environment (read at entry or build time), for users and fault tests:
 //   EPPROF_OPENCL_MAX_ALLOC_BYTES  cap on one device buffer; bigger ones
 //                                  fail as device out-of-memory
-//   EPPROF_OPENCL_BREAK_PROGRAM    elementwise|softmax|matmul|gemm: that
+//   EPPROF_OPENCL_BREAK_PROGRAM    elementwise|softmax|matmul|gemm|cnn: that
 //                                  kernel program fails to build
 #include <cstdlib>
 #include <memory>
@@ -44,7 +44,7 @@ epprof_status* claims(epprof_ep_plugin* self, const epprof_ep_node* node, int* o
     *out_claimed = 0;
     OpKernel k;
     std::string why_not;
-    if (!parse_node(*node, &k, &why_not)) return nullptr;
+    if (!parse_node(*node, kOpenClOps, &k, &why_not)) return nullptr;
     // Build the program now, so a build failure sends the node to the next
     // EP at session creation instead of failing a run.
     std::string build_error;
@@ -57,7 +57,7 @@ epprof_status* claims(epprof_ep_plugin* self, const epprof_ep_node* node, int* o
 }
 
 epprof_status* create_kernel(epprof_ep_plugin* self, const epprof_ep_node* node, void** out_kernel) {
-  return ep_common::create_kernel(state(self).host, "opencl EP: ", *node, out_kernel);
+  return ep_common::create_kernel(state(self).host, "opencl EP: ", kOpenClOps, *node, out_kernel);
 }
 
 epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_tensor* inputs, size_t num_inputs,

@@ -48,6 +48,8 @@ TEST_P(OpenClKernels, MatchTheCpuEp) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpenClKernels, ::testing::ValuesIn(device_op_cases()),
                          [](const auto& p) { return p.param.label; });
+INSTANTIATE_TEST_SUITE_P(CnnOps, OpenClKernels, ::testing::ValuesIn(cnn_op_cases()),
+                         [](const auto& p) { return p.param.label; });
 
 // ---- Bundled models ----
 
@@ -133,8 +135,10 @@ TEST(OpenClTrace, DeviceKernelsLieInsideTheirNodesWithinTheirErrorBounds) {
     const Interval& n = it->second;
     const double bound_us = static_cast<double>(d.error_ns) / 1000.0 + 0.001;  // + the trace's ns rounding
     tightest_us = std::min({tightest_us, d.at.ts - n.ts, n.ts + n.dur - (d.at.ts + d.at.dur)});
-    EXPECT_GE(d.at.ts, n.ts - bound_us) << d.name << " starts before its node";
-    EXPECT_LE(d.at.ts + d.at.dur, n.ts + n.dur + bound_us) << d.name << " ends after its node";
+    EXPECT_GE(d.at.ts, n.ts - bound_us) << d.name << " starts before its node (correlation id " << d.id
+                                        << ", clock_error_ns " << d.error_ns << ")";
+    EXPECT_LE(d.at.ts + d.at.dur, n.ts + n.dur + bound_us)
+        << d.name << " ends after its node (correlation id " << d.id << ", clock_error_ns " << d.error_ns << ")";
   }
   std::printf("[ info ] tightest margin of a device event to its node's edge: %.3f us\n", tightest_us);
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,13 +53,30 @@ struct OpCase {
   OpCase(std::string label_, std::string op_, std::vector<Shape> inputs_, std::map<std::string, float> f = {},
          std::map<std::string, int64_t> i = {}, int opset_ = 17, bool positive_ = false)
       : label(std::move(label_)), op(std::move(op_)), inputs(std::move(inputs_)), float_attrs(std::move(f)),
-        int_attrs(std::move(i)), opset(opset_), positive(positive_) {}
+        int_attrs(std::move(i)), opset(opset_) {
+    if (positive_) positive_inputs.insert(1);
+  }
+  // More attributes and input ranges, chained onto the constructor.
+  OpCase& ints(const std::string& name, std::vector<int64_t> v) {
+    ints_attrs[name] = std::move(v);
+    return *this;
+  }
+  OpCase& str(const std::string& name, std::string v) {
+    string_attrs[name] = std::move(v);
+    return *this;
+  }
+  OpCase& positive(size_t input) {
+    positive_inputs.insert(input);
+    return *this;
+  }
   std::string label, op;
   std::vector<Shape> inputs;  // Shape{}: a scalar
   std::map<std::string, float> float_attrs;
   std::map<std::string, int64_t> int_attrs;
+  std::map<std::string, std::vector<int64_t>> ints_attrs;
+  std::map<std::string, std::string> string_attrs;
   int opset;
-  bool positive;  // the second input in [0.5, 2] (divisors)
+  std::set<size_t> positive_inputs;  // drawn from [0.5, 2] (divisors, variances)
 };
 
 inline std::string single_node_model(const OpCase& c) {
@@ -80,6 +98,18 @@ inline std::string single_node_model(const OpCase& c) {
     a->set_name(k);
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
+  }
+  for (const auto& [k, v] : c.ints_attrs) {
+    auto* a = n->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  for (const auto& [k, v] : c.string_attrs) {
+    auto* a = n->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
   }
   auto* out = m.mutable_graph()->add_output();  // shape left to inference
   out->set_name("y");
@@ -118,6 +148,43 @@ inline const std::vector<OpCase>& device_op_cases() {
   return cases;
 }
 
+// A CNN's ops, which only some device EPs claim (OpenCL): windows of every
+// kind of geometry, 1-D and 2-D.
+inline const std::vector<OpCase>& cnn_op_cases() {
+  using Ints = std::vector<int64_t>;
+  static const std::vector<OpCase> cases = {
+    OpCase("conv_3x3_pad_bias", "Conv", {{1, 3, 8, 8}, {4, 3, 3, 3}, {4}}).ints("pads", Ints{1, 1, 1, 1}),
+    OpCase("conv_strides_dilations_uneven_pads", "Conv", {{2, 2, 9, 7}, {3, 2, 3, 2}})
+        .ints("strides", Ints{2, 1}).ints("dilations", Ints{2, 1}).ints("pads", Ints{1, 0, 2, 1}),
+    OpCase("conv_depthwise", "Conv", {{1, 4, 6, 6}, {4, 1, 3, 3}, {4}}, {}, {{"group", 4}})
+        .ints("pads", Ints{1, 1, 1, 1}).ints("strides", Ints{2, 2}),
+    OpCase("conv_grouped_m_2c", "Conv", {{1, 4, 5, 5}, {8, 2, 3, 3}}, {}, {{"group", 2}}),
+    OpCase("conv_1d", "Conv", {{1, 2, 10}, {3, 2, 3}}).ints("strides", Ints{2}),
+    OpCase("conv_pointwise", "Conv", {{2, 6, 4, 5}, {3, 6, 1, 1}, {3}}),
+    OpCase("conv_same_upper", "Conv", {{1, 1, 7, 7}, {2, 1, 4, 4}}).str("auto_pad", "SAME_UPPER")
+        .ints("strides", Ints{2, 2}),
+    OpCase("conv_same_lower", "Conv", {{1, 1, 6, 6}, {1, 1, 2, 2}}).str("auto_pad", "SAME_LOWER"),
+    OpCase("maxpool_3x3_s2_pad", "MaxPool", {{1, 2, 9, 9}}).ints("kernel_shape", Ints{3, 3})
+        .ints("strides", Ints{2, 2}).ints("pads", Ints{1, 1, 1, 1}),
+    OpCase("maxpool_ceil", "MaxPool", {{1, 1, 8, 8}}, {}, {{"ceil_mode", 1}}).ints("kernel_shape", Ints{3, 3})
+        .ints("strides", Ints{2, 2}),
+    OpCase("maxpool_dilated", "MaxPool", {{2, 1, 7, 7}}).ints("kernel_shape", Ints{2, 2}).ints("dilations", Ints{2, 2}),
+    OpCase("maxpool_1d_valid", "MaxPool", {{1, 3, 11}}).ints("kernel_shape", Ints{4}).str("auto_pad", "VALID"),
+    OpCase("avgpool_exclude_pad", "AveragePool", {{1, 2, 7, 7}}).ints("kernel_shape", Ints{3, 3})
+        .ints("pads", Ints{1, 1, 1, 1}),
+    OpCase("avgpool_include_pad_ceil", "AveragePool", {{1, 2, 7, 7}}, {}, {{"count_include_pad", 1}, {"ceil_mode", 1}})
+        .ints("kernel_shape", Ints{3, 3}).ints("strides", Ints{2, 2}).ints("pads", Ints{1, 1, 0, 0}),
+    OpCase("avgpool_1d_same", "AveragePool", {{2, 2, 9}}).ints("kernel_shape", Ints{3})
+        .str("auto_pad", "SAME_UPPER").ints("strides", Ints{2}),
+    OpCase("global_avgpool", "GlobalAveragePool", {{2, 3, 5, 4}}),
+    OpCase("global_avgpool_1d", "GlobalAveragePool", {{1, 4, 9}}),
+    OpCase("batchnorm", "BatchNormalization", {{2, 3, 4, 4}, {3}, {3}, {3}, {3}}, {{"epsilon", 1e-3f}}).positive(4),
+    OpCase("batchnorm_opset9_rank2", "BatchNormalization", {{5, 3}, {3}, {3}, {3}, {3}}, {}, {}, 9).positive(4),
+    OpCase("clip_attrs", "Clip", {{3, 4}}, {{"min", -0.5f}, {"max", 0.7f}}, {}, 6),
+    OpCase("clip_inputs", "Clip", {{2, 3, 4}, {}, {}}),
+  };
+  return cases;
+}
 
 inline std::map<std::string, Tensor> random_inputs(const Session& s, unsigned seed) {
   std::mt19937 rng(seed);
@@ -141,8 +208,8 @@ inline void expect_kernel_matches_cpu(const std::shared_ptr<PluginExecutionProvi
   std::mt19937 rng(1234);
   std::map<std::string, Tensor> in;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    in["in" + std::to_string(i)] = c.positive && i == 1 ? random_tensor(c.inputs[i], rng, 0.5f, 2.0f)
-                                                        : random_tensor(c.inputs[i], rng);
+    in["in" + std::to_string(i)] = c.positive_inputs.count(i) ? random_tensor(c.inputs[i], rng, 0.5f, 2.0f)
+                                                              : random_tensor(c.inputs[i], rng);
   expect_close(device.run(in).at(0), cpu.run(in).at(0), rtol, 1e-5, c.label);
 }
 
