@@ -1,6 +1,7 @@
 #include "ep_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -29,6 +30,13 @@ constexpr OpInfo kOps[] = {
     {"GlobalAveragePool", Op::GlobalAveragePool, 1, 1, 1},
     {"BatchNormalization", Op::BatchNormalization, 7, 5, 5},
     {"Clip", Op::Clip, 6, 1, 3},
+    {"Resize", Op::Resize, 11, 1, 4},  // 10: legacy rounding, left to the CPU EP
+    {"Exp", Op::Exp, 6, 1, 1},         {"Log", Op::Log, 6, 1, 1},
+    {"Sqrt", Op::Sqrt, 6, 1, 1},       {"Neg", Op::Neg, 6, 1, 1},
+    {"Abs", Op::Abs, 6, 1, 1},         {"Erf", Op::Erf, 9, 1, 1},
+    {"Reciprocal", Op::Reciprocal, 6, 1, 1},  {"Softplus", Op::Softplus, 1, 1, 1},
+    {"LeakyRelu", Op::LeakyRelu, 6, 1, 1},    {"HardSigmoid", Op::HardSigmoid, 6, 1, 1},
+    {"Elu", Op::Elu, 6, 1, 1},         {"Pow", Op::Pow, 7, 2, 2},
 };
 
 const epprof_ep_attribute* find_attr(const epprof_ep_node& n, const char* name) {
@@ -87,6 +95,77 @@ bool parse_window(const epprof_ep_node& n, Op op, int32_t rank, WindowAttrs* w) 
   return true;
 }
 
+const char* attr_string(const epprof_ep_node& n, const char* name, const char* fallback) {
+  const auto* a = find_attr(n, name);
+  return a && a->type == EPPROF_EP_ATTR_STRING && a->s ? a->s : fallback;
+}
+
+// Resize's modes, if the kernels implement them (nearest and linear, the
+// usual coordinate transforms, no exclude_outside).
+bool parse_resize(const epprof_ep_node& n, ResizeAttrs* r) {
+  const std::string mode = attr_string(n, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear") return false;
+  r->linear = mode == "linear";
+  using C = ResizeAttrs::Coord;
+  const std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  if (coord == "half_pixel") r->coord = C::HalfPixel;
+  else if (coord == "pytorch_half_pixel") r->coord = C::PytorchHalfPixel;
+  else if (coord == "align_corners") r->coord = C::AlignCorners;
+  else if (coord == "asymmetric") r->coord = C::Asymmetric;
+  else return false;
+  using N = ResizeAttrs::Nearest;
+  const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
+  if (nearest == "round_prefer_floor") r->nearest = N::RoundPreferFloor;
+  else if (nearest == "round_prefer_ceil") r->nearest = N::RoundPreferCeil;
+  else if (nearest == "floor") r->nearest = N::Floor;
+  else if (nearest == "ceil") r->nearest = N::Ceil;
+  else return false;
+  return attr_int(n, "exclude_outside", 0) == 0;
+}
+
+// One axis's taps, as ONNX's reference computes them: the output
+// coordinate mapped back to the input, then rounded (nearest) or split
+// between its two neighbours (linear), indices clamped to the input.
+void resize_axis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, std::vector<int64_t>* idx,
+                 std::vector<float>* w) {
+  const int64_t taps = a.linear ? 2 : 1;
+  const double resized = static_cast<double>(in) * scale, last = static_cast<double>(in - 1);
+  idx->resize(static_cast<size_t>(out * taps));
+  w->resize(idx->size());
+  for (int64_t o = 0; o < out; ++o) {
+    const double xo = static_cast<double>(o);
+    double x = 0;
+    switch (a.coord) {
+      case ResizeAttrs::Coord::HalfPixel: x = (xo + 0.5) / scale - 0.5; break;
+      case ResizeAttrs::Coord::PytorchHalfPixel: x = resized > 1 ? (xo + 0.5) / scale - 0.5 : -0.5; break;
+      case ResizeAttrs::Coord::AlignCorners: x = resized == 1 ? 0.0 : xo * last / (resized - 1); break;
+      case ResizeAttrs::Coord::Asymmetric: x = xo / scale; break;
+    }
+    x = std::max(-4.0, std::min(x, static_cast<double>(in) + 3.0));  // beyond: every tap is an edge
+    const double fl = std::floor(x), ratio = x - fl;
+    const auto base = static_cast<int64_t>(fl);
+    const auto clamp = [in](int64_t i) { return std::max<int64_t>(0, std::min(i, in - 1)); };
+    int64_t* ix = idx->data() + o * taps;
+    float* wx = w->data() + o * taps;
+    if (!a.linear) {
+      bool up = false;
+      if (ratio != 0.0) switch (a.nearest) {
+          case ResizeAttrs::Nearest::RoundPreferFloor: up = ratio > 0.5; break;
+          case ResizeAttrs::Nearest::RoundPreferCeil: up = ratio >= 0.5; break;
+          case ResizeAttrs::Nearest::Floor: up = false; break;
+          case ResizeAttrs::Nearest::Ceil: up = true; break;
+        }
+      ix[0] = clamp(base + (up ? 1 : 0));
+      wx[0] = 1.0f;
+    } else {
+      ix[0] = clamp(base);
+      ix[1] = clamp(base + 1);
+      wx[0] = static_cast<float>(1.0 - ratio);
+      wx[1] = static_cast<float>(ratio);
+    }
+  }
+}
+
 }  // namespace
 
 Shape shape_of(const epprof_ep_tensor& t) { return t.rank > 0 ? Shape(t.dims, t.dims + t.rank) : Shape{}; }
@@ -137,14 +216,16 @@ bool parse_node(const epprof_ep_node& n, OpSet supported, OpKernel* k, std::stri
   for (size_t i = 0; i < n.num_inputs; ++i) {
     const epprof_ep_tensor& t = n.inputs[i];
     const bool omitted = i >= info->min_inputs && t.dtype == EPPROF_EP_DTYPE_UNDEFINED && t.rank == 0;
-    if (!omitted && t.dtype != EPPROF_EP_DTYPE_FLOAT) {
-      *why_not = "input " + std::to_string(i) + " is not known to be float32";
+    const int32_t want = info->op == Op::Resize && i == 3 ? EPPROF_EP_DTYPE_INT64 : EPPROF_EP_DTYPE_FLOAT;  // sizes
+    if (!omitted && t.dtype != want) {
+      *why_not = "input " + std::to_string(i) + " is not known to be " +
+                 (want == EPPROF_EP_DTYPE_INT64 ? "int64" : "float32");
       return false;
     }
   }
   const int32_t r0 = n.inputs[0].rank, r1 = n.num_inputs > 1 ? n.inputs[1].rank : 0;
   switch (info->op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
       if (r0 > kMaxBroadcastRank || r1 > kMaxBroadcastRank) return false;
       break;
     case Op::MatMul:
@@ -166,6 +247,9 @@ bool parse_node(const epprof_ep_node& n, OpSet supported, OpKernel* k, std::stri
       for (size_t i = 1; i < 5; ++i)
         if (n.inputs[i].rank > 1) return false;
       break;
+    case Op::Resize:
+      if (r0 < 2 || !parse_resize(n, &k->resize)) return false;
+      break;
     case Op::Clip:
       if (n.opset < 11 && n.num_inputs != 1) return false;
       for (size_t i = 1; i < n.num_inputs; ++i)
@@ -175,8 +259,9 @@ bool parse_node(const epprof_ep_node& n, OpSet supported, OpKernel* k, std::stri
   }
   k->op = info->op;
   k->node = std::string("node '") + n.name + "' (" + n.op_type + ")";
-  k->alpha = attr_float(n, "alpha", 1.0f);
-  k->beta = attr_float(n, "beta", 1.0f);
+  const float default_alpha = info->op == Op::LeakyRelu ? 0.01f : info->op == Op::HardSigmoid ? 0.2f : 1.0f;
+  k->alpha = attr_float(n, "alpha", default_alpha);
+  k->beta = attr_float(n, "beta", info->op == Op::HardSigmoid ? 0.5f : 1.0f);
   k->trans_a = attr_int(n, "transA", 0) != 0;
   k->trans_b = attr_int(n, "transB", 0) != 0;
   k->legacy_softmax = n.opset < 13;
@@ -300,6 +385,50 @@ ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t nu
     out->c_cols = cs.empty() ? 1 : cs.back();
     if (cs.size() > 2 || (out->c_rows != 1 && out->c_rows != out->m) || (out->c_cols != 1 && out->c_cols != out->n))
       return failed(Kind::Failed, k.node + ": C does not broadcast to [M,N]");
+  }
+  return {};
+}
+
+ComputeResult resize_plan(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, ResizePlan* out) {
+  const Shape x = shape_of(in[0]);
+  const size_t rank = x.size();
+  if (rank < 2) return failed(Kind::Unsupported, k.node + ": Resize needs rank >= 2 on the device");
+  const epprof_ep_tensor* scales = num_inputs > 2 && in[2].byte_size > 0 ? &in[2] : nullptr;
+  const epprof_ep_tensor* sizes = num_inputs > 3 && in[3].byte_size > 0 ? &in[3] : nullptr;
+  if (!scales == !sizes) return failed(Kind::Failed, k.node + ": exactly one of scales and sizes must be given");
+  const epprof_ep_tensor& given = scales ? *scales : *sizes;
+  if (given.dtype != (scales ? EPPROF_EP_DTYPE_FLOAT : EPPROF_EP_DTYPE_INT64))
+    return failed(Kind::Failed, k.node + ": scales must be float32 and sizes int64");
+  const size_t elem = scales ? sizeof(float) : sizeof(int64_t);
+  if (given.byte_size != rank * elem)
+    return failed(Kind::Failed, k.node + ": " + (scales ? "scales" : "sizes") + " must have one value per axis (" +
+                                    std::to_string(rank) + ")");
+  std::vector<double> scale(rank);
+  Shape o(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (scales) {
+      float f;
+      std::memcpy(&f, static_cast<const char*>(given.data) + d * elem, sizeof f);
+      if (!(f > 0.0f) || !std::isfinite(f)) return failed(Kind::Failed, k.node + ": scales must be positive and finite");
+      scale[d] = f;
+      o[d] = static_cast<int64_t>(std::floor(static_cast<double>(x[d]) * f));
+    } else {
+      std::memcpy(&o[d], static_cast<const char*>(given.data) + d * elem, sizeof o[d]);
+      if (o[d] < 0) return failed(Kind::Failed, k.node + ": sizes must not be negative");
+      scale[d] = x[d] ? static_cast<double>(o[d]) / static_cast<double>(x[d]) : 1.0;
+    }
+  }
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (o[d] != x[d]) return failed(Kind::Unsupported, k.node + ": only the last two axes resize on the device");
+  ResizePlan& p = *out;
+  p = ResizePlan{};
+  p.out = o;
+  p.taps = k.resize.linear ? 2 : 1;
+  p.ih = x[rank - 2], p.iw = x[rank - 1], p.oh = o[rank - 2], p.ow = o[rank - 1];
+  p.planes = p.ih * p.iw > 0 ? count(x) / (p.ih * p.iw) : 0;
+  if (p.ih > 0 && p.iw > 0) {
+    resize_axis(k.resize, p.ih, p.oh, scale[rank - 2], &p.y_idx, &p.y_w);
+    resize_axis(k.resize, p.iw, p.ow, scale[rank - 1], &p.x_idx, &p.x_w);
   }
   return {};
 }

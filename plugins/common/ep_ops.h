@@ -18,7 +18,8 @@ constexpr int kMaxWindowRank = 2;     // Conv and pooling: 1-D and 2-D windows
 
 enum class Op {
   Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Softmax, MatMul, Gemm,  // every device EP
-  Conv, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Clip,  // a CNN's
+  Conv, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Clip, Resize,  // a CNN's
+  Exp, Log, Sqrt, Neg, Abs, Erf, Reciprocal, Softplus, LeakyRelu, HardSigmoid, Elu, Pow,  // more elementwise
 };
 
 // A set of ops, one bit each: what one plugin runs.
@@ -26,7 +27,16 @@ using OpSet = uint32_t;
 constexpr OpSet op_bit(Op op) { return OpSet{1} << static_cast<unsigned>(op); }
 constexpr OpSet kBasicOps = (op_bit(Op::Gemm) << 1) - 1;  // Add .. Gemm
 constexpr OpSet kCnnOps = op_bit(Op::Conv) | op_bit(Op::MaxPool) | op_bit(Op::AveragePool) |
-                          op_bit(Op::GlobalAveragePool) | op_bit(Op::BatchNormalization) | op_bit(Op::Clip);
+                          op_bit(Op::GlobalAveragePool) | op_bit(Op::BatchNormalization) | op_bit(Op::Clip) |
+                          op_bit(Op::Resize);
+constexpr OpSet kMoreElementwiseOps = ((op_bit(Op::Pow) << 1) - 1) & ~((op_bit(Op::Exp)) - 1);  // Exp .. Pow
+
+// Resize's attributes: the modes the device kernels implement.
+struct ResizeAttrs {
+  bool linear = false;  // else nearest
+  enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric } coord = Coord::HalfPixel;
+  enum class Nearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil } nearest = Nearest::RoundPreferFloor;
+};
 
 // Conv and pooling attributes as the node gives them (empty: the default).
 struct WindowAttrs {
@@ -42,7 +52,7 @@ struct OpKernel {
   const epprof_host_api* host = nullptr;  // for the statuses of outputs->allocate
   Op op = Op::Add;
   std::string node;  // "node 'fc1' (Gemm)", for messages
-  float alpha = 1.0f, beta = 1.0f;
+  float alpha = 1.0f, beta = 1.0f;  // Gemm; LeakyRelu, HardSigmoid, Elu with their own defaults
   bool trans_a = false, trans_b = false;
   int64_t axis = -1;
   bool legacy_softmax = false;  // opset < 13: coerce to 2-D at axis
@@ -51,6 +61,7 @@ struct OpKernel {
   // Clip before opset 11: the bounds are attributes; from 11, inputs.
   bool clip_bounds_are_inputs = true;
   float clip_min = 0, clip_max = 0;
+  ResizeAttrs resize;
 };
 
 // Whether the EP supports `node` (float32, an op of `supported`, ranks
@@ -138,6 +149,19 @@ struct WindowDims {
 };
 // `weights` is W's shape for Conv, null for the pools.
 ComputeResult window_dims(const OpKernel& k, const Shape& x, const Shape* weights, WindowDims* out);
+
+// Resize over the last two axes (the leading ones keep their size), as
+// per-output tap tables the kernel reads: output row o reads input rows
+// y_idx[o * taps + t] with weights y_w[...]; the same for columns. taps is 1
+// (nearest) or 2 (linear). Inputs: X, [roi], [scales], [sizes] (opset 11+)
+// or X, scales (opset 10); other resizes are UNSUPPORTED.
+struct ResizePlan {
+  Shape out;
+  int64_t planes = 0, ih = 0, iw = 0, oh = 0, ow = 0, taps = 1;
+  std::vector<int64_t> y_idx, x_idx;
+  std::vector<float> y_w, x_w;
+};
+ComputeResult resize_plan(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, ResizePlan* out);
 
 // The create_kernel slot: a new OpKernel for `node` into *out_kernel when
 // it is among `supported`, or UNSUPPORTED naming the node; `who` prefixes

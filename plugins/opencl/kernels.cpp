@@ -27,9 +27,11 @@ BINARY(binary_add, a + b)
 BINARY(binary_sub, a - b)
 BINARY(binary_mul, a * b)
 BINARY(binary_div, a / b)
+BINARY(binary_pow, pow(a, b))
 
+// Unary ops take two float parameters a and b, which most ignore.
 #define UNARY(NAME, EXPR)                                                           \
-__kernel void NAME(__global const float* X, __global float* Y, long n) {             \
+__kernel void NAME(__global const float* X, __global float* Y, long n, float a, float b) { \
   long i = get_global_id(0);                                                         \
   if (i >= n) return;                                                                \
   float x = X[i];                                                                    \
@@ -38,16 +40,19 @@ __kernel void NAME(__global const float* X, __global float* Y, long n) {        
 UNARY(unary_relu, x > 0.0f ? x : 0.0f)
 UNARY(unary_sigmoid, x >= 0.0f ? 1.0f / (1.0f + exp(-x)) : exp(x) / (1.0f + exp(x)))
 UNARY(unary_tanh, tanh(x))
-
-// min > max gives max, as ONNX says; NaN stays NaN.
-__kernel void clip(__global const float* X, __global float* Y, long n, float lo, float hi) {
-  long i = get_global_id(0);
-  if (i >= n) return;
-  float x = X[i];
-  if (x < lo) x = lo;
-  if (hi < x) x = hi;
-  Y[i] = x;
-}
+UNARY(unary_exp, exp(x))
+UNARY(unary_log, log(x))
+UNARY(unary_sqrt, sqrt(x))
+UNARY(unary_neg, -x)
+UNARY(unary_abs, fabs(x))
+UNARY(unary_erf, erf(x))
+UNARY(unary_reciprocal, 1.0f / x)
+UNARY(unary_softplus, x > 0.0f ? x + log1p(exp(-x)) : log1p(exp(x)))
+UNARY(unary_leaky_relu, x < 0.0f ? a * x : x)
+UNARY(unary_hard_sigmoid, fmax(0.0f, fmin(1.0f, a * x + b)))
+UNARY(unary_elu, x < 0.0f ? a * (exp(x) - 1.0f) : x)
+// Clip: a = min, b = max; min > max gives max, as ONNX says; NaN stays NaN.
+UNARY(clip, b < (x < a ? a : x) ? b : (x < a ? a : x))
 )CLC";
 
 // One work-item per (outer, inner) row: max, exp and sum, normalise.
@@ -182,6 +187,24 @@ __kernel void global_avgpool(__global const float* X, __global float* Y, plane_t
   float sum = 0.0f;
   for (long i = 0; i < p.spatial; ++i) sum += x[i];
   Y[plane] = sum / (float)p.spatial;
+}
+
+// Separable interpolation from tap tables: output (oy, ox) is the sum over
+// row taps a and column taps b of yw * xw * X[yi, xi] (1 tap: nearest).
+typedef struct { long planes, ih, iw, oh, ow, taps; } resize_t;
+__kernel void resize2d(__global const float* X, __global const long* yi, __global const float* yw,
+                       __global const long* xi, __global const float* xw, __global float* Y, resize_t p) {
+  long ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
+  if (ox >= p.ow || oy >= p.oh || plane >= p.planes) return;
+  __global const float* x = X + plane * p.ih * p.iw;
+  float acc = 0.0f;
+  for (long a = 0; a < p.taps; ++a) {
+    __global const float* row = x + yi[oy * p.taps + a] * p.iw;
+    float r = 0.0f;
+    for (long b = 0; b < p.taps; ++b) r += xw[ox * p.taps + b] * row[xi[ox * p.taps + b]];
+    acc += yw[oy * p.taps + a] * r;
+  }
+  Y[(plane * p.oh + oy) * p.ow + ox] = acc;
 }
 
 // Inference: y = scale * (x - mean) / sqrt(var + epsilon) + bias, per channel.

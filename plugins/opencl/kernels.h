@@ -48,4 +48,9 @@ struct PlaneParams {
   cl_float epsilon;
 };
 
+// resize2d: the last two axes, from per-output tap tables (ep_common::ResizePlan).
+struct ResizeParams {
+  cl_long planes, ih, iw, oh, ow, taps;
+};
+
 }  // namespace epprof::opencl

@@ -36,6 +36,19 @@ const char* kernel_name(Op op) {
     case Op::GlobalAveragePool: return "global_avgpool";
     case Op::BatchNormalization: return "batchnorm";
     case Op::Clip: return "clip";
+    case Op::Resize: return "resize2d";
+    case Op::Exp: return "unary_exp";
+    case Op::Log: return "unary_log";
+    case Op::Sqrt: return "unary_sqrt";
+    case Op::Neg: return "unary_neg";
+    case Op::Abs: return "unary_abs";
+    case Op::Erf: return "unary_erf";
+    case Op::Reciprocal: return "unary_reciprocal";
+    case Op::Softplus: return "unary_softplus";
+    case Op::LeakyRelu: return "unary_leaky_relu";
+    case Op::HardSigmoid: return "unary_hard_sigmoid";
+    case Op::Elu: return "unary_elu";
+    case Op::Pow: return "binary_pow";
   }
   return "?";
 }
@@ -48,7 +61,7 @@ Program program_for(Op op) {
     case Op::MatMul: return Program::MatMul;
     case Op::Gemm: return Program::Gemm;
     case Op::Conv: case Op::MaxPool: case Op::AveragePool: case Op::GlobalAveragePool:
-    case Op::BatchNormalization: return Program::Cnn;
+    case Op::BatchNormalization: case Op::Resize: return Program::Cnn;
     default: return Program::Elementwise;
   }
 }
@@ -84,7 +97,10 @@ ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
   return {};
 }
 
-ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
+// Every unary kernel takes parameters a and b (LeakyRelu's alpha, Clip's
+// bounds, ...); most ignore them.
+ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                        cl_float a, cl_float b) {
   const Shape x = shape_of(in[0]);
   float* y = nullptr;
   ComputeResult r = allocate(k, outputs, x, &y);
@@ -97,6 +113,7 @@ ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* 
   if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.create_output(bytes_of(n), &my) ||
       !d.kernel(Program::Elementwise, kernel_name(k.op), &kern) || !d.set_arg(kern, 0, sizeof mx, &mx, "X") ||
       !d.set_arg(kern, 1, sizeof my, &my, "Y") || !d.set_arg(kern, 2, sizeof cn, &cn, "n") ||
+      !d.set_arg(kern, 3, sizeof a, &a, "a") || !d.set_arg(kern, 4, sizeof b, &b, "b") ||
       !d.run(kern, kernel_name(k.op), 1, &global) || !d.download(my, y, bytes_of(n)) || !d.finish())
     return device_failure(k, d);
   return {};
@@ -280,6 +297,34 @@ ComputeResult run_planes(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
   return {};
 }
 
+ComputeResult run_resize(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
+                         epprof_ep_outputs* outputs) {
+  ResizePlan plan;
+  if (ComputeResult e = resize_plan(k, in, num_inputs, &plan); e.kind != Kind::Ok) return e;
+  float* y = nullptr;
+  ComputeResult r = allocate(k, outputs, plan.out, &y);
+  const int64_t total = count(plan.out);
+  if (r.kind != Kind::Ok || total == 0) return r;
+  if (plan.ih == 0 || plan.iw == 0)
+    return failed(Kind::Unsupported, k.node + ": an empty input with a non-empty output does not run on the device");
+  static_assert(sizeof(cl_long) == sizeof(int64_t), "tap indices are uploaded as they are");
+  const ResizeParams p{plan.planes, plan.ih, plan.iw, plan.oh, plan.ow, plan.taps};
+  cl_mem mx, myi, myw, mxi, mxw, my;
+  cl_kernel kern;
+  const size_t global[3] = {static_cast<size_t>(p.ow), static_cast<size_t>(p.oh), static_cast<size_t>(p.planes)};
+  const auto bytes = [](const auto& v) { return v.size() * sizeof(v[0]); };
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.upload(plan.y_idx.data(), bytes(plan.y_idx), &myi) ||
+      !d.upload(plan.y_w.data(), bytes(plan.y_w), &myw) || !d.upload(plan.x_idx.data(), bytes(plan.x_idx), &mxi) ||
+      !d.upload(plan.x_w.data(), bytes(plan.x_w), &mxw) || !d.create_output(bytes_of(total), &my) ||
+      !d.kernel(Program::Cnn, "resize2d", &kern) || !d.set_arg(kern, 0, sizeof mx, &mx, "X") ||
+      !d.set_arg(kern, 1, sizeof myi, &myi, "row taps") || !d.set_arg(kern, 2, sizeof myw, &myw, "row weights") ||
+      !d.set_arg(kern, 3, sizeof mxi, &mxi, "column taps") || !d.set_arg(kern, 4, sizeof mxw, &mxw, "column weights") ||
+      !d.set_arg(kern, 5, sizeof my, &my, "Y") || !d.set_arg(kern, 6, sizeof p, &p, "params") ||
+      !d.run(kern, "resize2d", 3, global) || !d.download(my, y, bytes_of(total)) || !d.finish())
+    return device_failure(k, d);
+  return {};
+}
+
 ComputeResult run_clip(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs,
                        epprof_ep_outputs* outputs) {
   float lo = k.clip_min, hi = k.clip_max;
@@ -293,22 +338,7 @@ ComputeResult run_clip(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* i
       std::memcpy(i == 1 ? &lo : &hi, in[i].data, sizeof(float));
     }
   }
-  const Shape x = shape_of(in[0]);
-  float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, x, &y);
-  const int64_t n = count(x);
-  if (r.kind != Kind::Ok || n == 0) return r;
-  cl_long cn = n;
-  cl_mem mx, my;
-  cl_kernel kern;
-  const size_t global = static_cast<size_t>(n);
-  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.create_output(bytes_of(n), &my) ||
-      !d.kernel(Program::Elementwise, "clip", &kern) || !d.set_arg(kern, 0, sizeof mx, &mx, "X") ||
-      !d.set_arg(kern, 1, sizeof my, &my, "Y") || !d.set_arg(kern, 2, sizeof cn, &cn, "n") ||
-      !d.set_arg(kern, 3, sizeof lo, &lo, "min") || !d.set_arg(kern, 4, sizeof hi, &hi, "max") ||
-      !d.run(kern, "clip", 1, &global) || !d.download(my, y, bytes_of(n)) || !d.finish())
-    return device_failure(k, d);
-  return {};
+  return run_unary(d, k, in, outputs, lo, hi);
 }
 
 }  // namespace
@@ -318,20 +348,24 @@ ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, 
                       std::vector<CommandRecord>* records) {
   for (size_t i = 0; i < num_inputs; ++i) {
     const bool optional = (k.op == Op::Gemm && i == 2) || (k.op == Op::Conv && i == 2) || (k.op == Op::Clip && i > 0);
+    if (k.op == Op::Resize && i > 0) break;  // roi, scales, sizes: checked by resize_plan
     if (in[i].dtype != EPPROF_EP_DTYPE_FLOAT && !(optional && in[i].dtype == EPPROF_EP_DTYPE_UNDEFINED))
       return failed(Kind::Unsupported, "input " + std::to_string(i) + " is not float32");
   }
   Dispatch d(device, alloc_limit, host_now);
   ComputeResult r;
   switch (k.op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: r = run_binary(d, k, in, outputs); break;
-    case Op::Relu: case Op::Sigmoid: case Op::Tanh: r = run_unary(d, k, in, outputs); break;
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: r = run_binary(d, k, in, outputs); break;
+    case Op::Relu: case Op::Sigmoid: case Op::Tanh: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Neg:
+    case Op::Abs: case Op::Erf: case Op::Reciprocal: case Op::Softplus: case Op::LeakyRelu: case Op::HardSigmoid:
+    case Op::Elu: r = run_unary(d, k, in, outputs, k.alpha, k.beta); break;
     case Op::Softmax: r = run_softmax(d, k, in, outputs); break;
     case Op::MatMul: r = run_matmul(d, k, in, outputs); break;
     case Op::Gemm: r = run_gemm(d, k, in, num_inputs, outputs); break;
     case Op::Conv: case Op::MaxPool: case Op::AveragePool: r = run_window(d, k, in, num_inputs, outputs); break;
     case Op::GlobalAveragePool: case Op::BatchNormalization: r = run_planes(d, k, in, outputs); break;
     case Op::Clip: r = run_clip(d, k, in, num_inputs, outputs); break;
+    case Op::Resize: r = run_resize(d, k, in, num_inputs, outputs); break;
   }
   if (r.kind == Kind::Ok) *records = d.records();
   return r;

@@ -17,7 +17,7 @@ using ep_common::OpKernel;
 using ep_common::parse_node;
 
 // The ops this EP runs.
-constexpr ep_common::OpSet kOpenClOps = ep_common::kBasicOps | ep_common::kCnnOps;
+constexpr ep_common::OpSet kOpenClOps = ep_common::kBasicOps | ep_common::kCnnOps | ep_common::kMoreElementwiseOps;
 
 // The OpenCL program holding op's kernel.
 Program program_for(Op op);

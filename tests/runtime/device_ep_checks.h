@@ -69,6 +69,12 @@ struct OpCase {
     positive_inputs.insert(input);
     return *this;
   }
+  // Input `input` is a constant (an initializer) with these values: float,
+  // or int64 with `int64`.
+  OpCase& constant(size_t input, std::vector<double> values, bool int64 = false) {
+    constants[input] = {std::move(values), int64};
+    return *this;
+  }
   std::string label, op;
   std::vector<Shape> inputs;  // Shape{}: a scalar
   std::map<std::string, float> float_attrs;
@@ -77,6 +83,7 @@ struct OpCase {
   std::map<std::string, std::string> string_attrs;
   int opset;
   std::set<size_t> positive_inputs;  // drawn from [0.5, 2] (divisors, variances)
+  std::map<size_t, std::pair<std::vector<double>, bool>> constants;  // values, int64
 };
 
 inline std::string single_node_model(const OpCase& c) {
@@ -84,7 +91,17 @@ inline std::string single_node_model(const OpCase& c) {
   std::vector<std::string> names;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     names.push_back("in" + std::to_string(i));
-    add_io(m, true, names.back(), c.inputs[i]);
+    auto k = c.constants.find(i);
+    if (k == c.constants.end()) {
+      add_io(m, true, names.back(), c.inputs[i]);
+      continue;
+    }
+    onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+    t->set_name(names.back());
+    for (int64_t d : c.inputs[i]) t->add_dims(d);
+    t->set_data_type(k->second.second ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+    for (double v : k->second.first)
+      k->second.second ? t->add_int64_data(static_cast<int64_t>(v)) : t->add_float_data(static_cast<float>(v));
   }
   auto* n = add_node(m, c.op, "node", names, {"y"});
   for (const auto& [k, v] : c.float_attrs) {
@@ -148,8 +165,8 @@ inline const std::vector<OpCase>& device_op_cases() {
   return cases;
 }
 
-// A CNN's ops, which only some device EPs claim (OpenCL): windows of every
-// kind of geometry, 1-D and 2-D.
+// A CNN's ops and more elementwise ones, which only some device EPs claim
+// (OpenCL): windows of every kind of geometry, 1-D and 2-D; Resize.
 inline const std::vector<OpCase>& cnn_op_cases() {
   using Ints = std::vector<int64_t>;
   static const std::vector<OpCase> cases = {
@@ -182,6 +199,34 @@ inline const std::vector<OpCase>& cnn_op_cases() {
     OpCase("batchnorm_opset9_rank2", "BatchNormalization", {{5, 3}, {3}, {3}, {3}, {3}}, {}, {}, 9).positive(4),
     OpCase("clip_attrs", "Clip", {{3, 4}}, {{"min", -0.5f}, {"max", 0.7f}}, {}, 6),
     OpCase("clip_inputs", "Clip", {{2, 3, 4}, {}, {}}),
+    OpCase("resize_channels_fall_back_to_the_cpu", "Resize", {{1, 2, 3, 3}, {0}, {4}})
+        .constant(1, {}).constant(2, {1, 2, 1, 1}),
+    // Resize: X, roi (empty), scales or sizes as constants.
+    OpCase("exp", "Exp", {{3, 5}}),
+    OpCase("log", "Log", {{3, 5}}).positive(0),
+    OpCase("sqrt", "Sqrt", {{7}}).positive(0),
+    OpCase("neg", "Neg", {{2, 3}}),
+    OpCase("abs", "Abs", {{2, 3}}),
+    OpCase("erf", "Erf", {{4, 4}}),
+    OpCase("reciprocal", "Reciprocal", {{9}}).positive(0),
+    OpCase("softplus", "Softplus", {{4, 4}}),
+    OpCase("leaky_relu_default", "LeakyRelu", {{4, 4}}),
+    OpCase("leaky_relu_alpha", "LeakyRelu", {{4, 4}}, {{"alpha", 0.3f}}),
+    OpCase("hard_sigmoid", "HardSigmoid", {{4, 4}}, {{"alpha", 0.4f}}),
+    OpCase("elu", "Elu", {{4, 4}}, {{"alpha", 0.7f}}),
+    OpCase("pow_bcast", "Pow", {{2, 3, 4}, {4}}).positive(0),
+    OpCase("resize_nearest_up2", "Resize", {{1, 2, 3, 4}, {0}, {4}}).constant(1, {}).constant(2, {1, 1, 2, 2}),
+    OpCase("resize_nearest_asymmetric_floor", "Resize", {{1, 1, 5, 7}, {0}, {4}})
+        .constant(1, {}).constant(2, {1, 1, 1.5, 0.6})
+        .str("coordinate_transformation_mode", "asymmetric").str("nearest_mode", "floor"),
+    OpCase("resize_linear_half_pixel", "Resize", {{2, 3, 4, 5}, {0}, {4}})
+        .constant(1, {}).constant(2, {1, 1, 1.75, 0.5}).str("mode", "linear"),
+    OpCase("resize_linear_align_corners_sizes", "Resize", {{1, 2, 4, 4}, {0}, {0}, {4}})
+        .constant(1, {}).constant(2, {}).constant(3, {1, 2, 7, 3}, true)
+        .str("mode", "linear").str("coordinate_transformation_mode", "align_corners"),
+    OpCase("resize_linear_pytorch_rank3", "Resize", {{3, 6, 2}, {0}, {3}})
+        .constant(1, {}).constant(2, {1, 0.5, 3}).str("mode", "linear")
+        .str("coordinate_transformation_mode", "pytorch_half_pixel"),
   };
   return cases;
 }
@@ -208,7 +253,8 @@ inline void expect_kernel_matches_cpu(const std::shared_ptr<PluginExecutionProvi
   std::mt19937 rng(1234);
   std::map<std::string, Tensor> in;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    in["in" + std::to_string(i)] = c.positive_inputs.count(i) ? random_tensor(c.inputs[i], rng, 0.5f, 2.0f)
+    if (!c.constants.count(i))
+      in["in" + std::to_string(i)] = c.positive_inputs.count(i) ? random_tensor(c.inputs[i], rng, 0.5f, 2.0f)
                                                               : random_tensor(c.inputs[i], rng);
   expect_close(device.run(in).at(0), cpu.run(in).at(0), rtol, 1e-5, c.label);
 }
