@@ -9,6 +9,11 @@
 // state. The ORT worker times each run itself, so the pipe is not in its
 // timings.
 //
+// --gap DIR: where the 1-thread time goes, op by op. Per model, ONNX
+// Runtime's own profile and epprof's trace of the same runs are written to
+// DIR and compared by `epprof diff` (ONNX Runtime's fused and reordered
+// nodes show as ops only one side has).
+//
 // epprof's thread count: the 1- and 2-thread columns are sessions with
 // SessionOptions::intra_op_threads 1 and 2 (the sequential executor runs
 // one kernel at a time; the setting governs OpenBLAS, its only intra-op
@@ -212,7 +217,37 @@ struct Row {
   double err = NAN;
   int runs = 0;
   std::string ort_error;  // ONNX Runtime failed on this model
+  std::string gap;        // --gap: the op-by-op comparison
 };
+
+constexpr int kGapRuns = 40, kGapSkip = 5;  // --gap: profiled runs, of which the first are warm-up
+
+// `epprof diff ORT EPPROF --by op` of one model's 1-thread runs (see --gap).
+std::string gap_report(const ModelRef& model, OrtWorker& ort, const std::string& dir) {
+  const std::string base = dir + "/" + model.name;
+  const std::string ort_profile = ort.command("profile\t1\t" + std::to_string(kGapRuns) + "\t" + base + ".ort");
+  const std::string ours = base + ".epprof.json";
+  {
+    ProfilingOptions po;
+    po.trace_path = ours;
+    ProfilingObserver profiler(po);
+    SessionOptions o;
+    o.intra_op_threads = 1;
+    o.observer = &profiler;
+    Session s(model.path, o);
+    for (int i = 0; i < kGapRuns; ++i) s.run(model.inputs);
+    profiler.finish();
+  }
+  const std::string cmd = std::string("'") + EPPROF_BENCH_CLI + "' diff '" + ort_profile + "' '" + ours +
+                          "' --by op --top 8 --skip-runs " + std::to_string(kGapSkip) + " 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    if (pclose(p) != 0) out += "(epprof diff failed)\n";
+  }
+  return "  A = ONNX Runtime (" + ort_profile + "), B = epprof (" + ours + ")\n" + out;
+}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -227,7 +262,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // warm-up's times), within [min_runs, max_runs], in about 20 rounds; each
 // block's unrecorded first run comes on top.
 Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, double budget_s, int min_runs,
-            int max_runs) {
+            int max_runs, const std::string& gap_dir) {
   Row r;
   r.model = model.name;
   r.diagnostic = model.name == "relu_1";
@@ -305,6 +340,13 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
       } catch (const std::exception& e) {
         r.ort_error = std::string("outputs not compared: ") + e.what();
       }
+      if (!gap_dir.empty()) {
+        try {
+          r.gap = gap_report(model, *ort, gap_dir);
+        } catch (const std::exception& e) {
+          r.gap = std::string("  no comparison: ") + e.what() + "\n";
+        }
+      }
       ort->command("free");
     }
     profiler.finish();
@@ -331,7 +373,7 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   std::string dir = EPPROF_BENCH_MODELS_DIR, inputs_dir = EPPROF_BENCH_INPUTS_DIR;
-  std::string cache = default_model_cache(), node = "node", only;
+  std::string cache = default_model_cache(), node = "node", only, gap_dir;
   double budget_s = 8;
   int min_runs = 20, max_runs = 20000;
   bool real = true;
@@ -344,14 +386,16 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--node") && i + 1 < argc) node = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--bundled-only")) real = false;
+    else if (!std::strcmp(argv[i], "--gap") && i + 1 < argc) gap_dir = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: epprof_ort_bench [--quick] [--budget SECONDS] [--only MODEL] [--bundled-only] "
-                   "[--models DIR] [--model-cache DIR] [--inputs-dir DIR] [--node PATH]\n");
+                   "[--gap DIR] [--models DIR] [--model-cache DIR] [--inputs-dir DIR] [--node PATH]\n");
       return 2;
     }
   }
   signal(SIGPIPE, SIG_IGN);  // a worker that died is reported by the write, not by a signal
+  if (!gap_dir.empty()) make_dir(gap_dir);
 
   std::vector<ModelRef> models;
   for (const char* name : {"mlp", "cnn", "transformer"})
@@ -397,7 +441,7 @@ int main(int argc, char** argv) {
   for (ModelRef& m : models) {
     if (!only.empty() && only != m.name) continue;
     try {
-      Row r = measure(m, ort.get(), inputs_dir, budget_s, min_runs, max_runs);
+      Row r = measure(m, ort.get(), inputs_dir, budget_s, min_runs, max_runs, gap_dir);
       const std::string name = r.model + (r.conv ? "*" : "");
       if (r.ort)
         std::printf("%-20s %9.4f %9.4f %7.3f %9.4f %9.4f %7.2f %7.2f %10.2e %8.4f %7d\n", name.c_str(), r.e1, r.o1,
@@ -409,6 +453,7 @@ int main(int argc, char** argv) {
         std::printf("  %s: %s\n", r.model.c_str(), r.ort_error.c_str());
         ok = false;
       }
+      if (!r.gap.empty()) std::printf("%s\n", r.gap.c_str());
       std::fflush(stdout);
       rows.push_back(r);
     } catch (const std::exception& e) {

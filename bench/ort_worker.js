@@ -12,6 +12,9 @@
 //   outputs THREADS         one run -> "ok K", then per output a line
 //                           "ONNX_TYPE RANK DIMS... NBYTES NAME_BYTES", the
 //                           name (UTF-8) and the NBYTES of data
+//   profile THREADS N PREFIX  N runs in a session of its own with ONNX
+//                           Runtime's profiler on -> "ok PROFILE_JSON" (the
+//                           file ONNX Runtime wrote, PREFIX_<date>.json)
 //   free                    drops the sessions
 // Prints "ready VERSION" once ONNX Runtime is loaded.
 //
@@ -81,15 +84,20 @@ function readTensor(file) {
 
 let sessions = null, feeds = null, fetches = null;
 
-function open(model, threads) {
+let modelPath = null;
+
+function open(model, threads, profilePrefix) {
   const s = new binding.InferenceSession();
-  s.loadModel(model, { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
-                       executionMode: 'sequential' });
+  const options = { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
+                    executionMode: 'sequential' };
+  if (profilePrefix) Object.assign(options, { enableProfiling: true, profileFilePrefix: profilePrefix });
+  s.loadModel(model, options);
   return s;
 }
 
 const commands = {
   load(model, ...inputs) {
+    modelPath = model;
     sessions = { 1: open(model, 1), 2: open(model, 2) };
     const names = sessions[1].inputMetadata.map((m) => m.name);
     if (names.length !== inputs.length)
@@ -121,6 +129,18 @@ const commands = {
     }
     process.stdout.write(Buffer.concat(parts));
     return null;
+  },
+  profile(threads, n, prefix) {
+    const fs = require('fs');
+    const dir = path.dirname(prefix), base = path.basename(prefix) + '_';
+    const before = new Set(fs.readdirSync(dir));
+    const s = open(modelPath, Number(threads), prefix);
+    for (let i = 0; i < Number(n); ++i) s.run(feeds, fetches, {});
+    s.endProfiling();
+    s.dispose();
+    const written = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json') && !before.has(f));
+    if (written.length !== 1) throw new Error(`expected one new profile ${prefix}_*.json, found ${written.length}`);
+    return `ok ${path.join(dir, written[0])}`;
   },
   free() {
     for (const s of Object.values(sessions || {})) s.dispose();
