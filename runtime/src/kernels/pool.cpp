@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
@@ -60,6 +61,91 @@ void max_pool(const Tensor& x, const Window& w, bool column_major, Tensor& out, 
   }
 }
 
+// Per output coordinate of one window dim, the kernel taps that land inside
+// the input: [lo, hi).
+struct TapRanges {
+  std::vector<int64_t> lo, hi;
+};
+TapRanges tap_ranges(const Window& w, int dim) {
+  TapRanges r;
+  r.lo.resize(static_cast<size_t>(w.out[dim]));
+  r.hi.resize(r.lo.size());
+  for (int64_t o = 0; o < w.out[dim]; ++o) {
+    const int64_t start = o * w.s[dim] - w.pb[dim];  // input coordinate of tap 0
+    int64_t lo = 0, hi = w.k[dim];
+    while (lo < hi && start + lo * w.d[dim] < 0) ++lo;
+    while (hi > lo && start + (hi - 1) * w.d[dim] >= w.in[dim]) --hi;
+    r.lo[static_cast<size_t>(o)] = lo;
+    r.hi[static_cast<size_t>(o)] = hi;
+  }
+  return r;
+}
+
+// MaxPool without the Indices output: max_pool's result, without a bounds
+// check per tap or index bookkeeping. Each window's in-input taps are found
+// once per output coordinate; along the last dim, the outputs whose taps
+// all lie inside the input take one tap at a time across the whole run of
+// outputs (a loop the compiler vectorises). Taps are visited in max_pool's
+// order and the first one seeds the maximum, so NaNs come out the same.
+template <typename T>
+void max_pool_values(const Tensor& x, const Window& w, Tensor& out) {
+  const TapRanges r[3] = {tap_ranges(w, 0), tap_ranges(w, 1), tap_ranges(w, 2)};
+  // [inner_lo, inner_hi): the outputs of the last dim with every tap inside.
+  int64_t inner_lo = 0, inner_hi = w.out[2];
+  while (inner_lo < inner_hi && r[2].lo[static_cast<size_t>(inner_lo)] != 0) ++inner_lo;
+  while (inner_hi > inner_lo && r[2].hi[static_cast<size_t>(inner_hi - 1)] != w.k[2]) --inner_hi;
+  const int64_t planes = x.dim(0) * x.dim(1), s2 = w.s[2], d2 = w.d[2];
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x.data<T>() + pl * w.in_size();
+    T* yp = out.mutable_data<T>() + pl * w.out_size();
+    for (int64_t od = 0; od < w.out[0]; ++od)
+      for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+        const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
+        const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
+        T* row = yp + (od * w.out[1] + oh) * w.out[2];
+        auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
+          return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
+        };
+        std::fill(row, row + w.out[2], std::numeric_limits<T>::lowest());  // windows with no tap
+        // The inner run, tap by tap.
+        bool first = true;
+        for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
+          for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh)
+            for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+              const T* in = input_row(kd, kh);
+              const int64_t at = kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
+              if (first) {
+                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2 + at];
+              } else {
+                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
+                  const T v = in[ow * s2 + at];
+                  row[ow] = v > row[ow] ? v : row[ow];
+                }
+              }
+              first = false;
+            }
+        // The edges, output by output.
+        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+          if (ow == inner_lo) ow = std::max(inner_hi, ow);
+          if (ow >= w.out[2]) break;
+          const size_t c = static_cast<size_t>(ow);
+          bool seeded = false;
+          T best = std::numeric_limits<T>::lowest();
+          for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
+            for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh) {
+              const T* in = input_row(kd, kh);
+              for (int64_t kw = r[2].lo[c]; kw < r[2].hi[c]; ++kw) {
+                const T v = in[ow * s2 - w.pb[2] + kw * d2];
+                best = !seeded || v > best ? v : best;
+                seeded = true;
+              }
+            }
+          row[ow] = best;
+        }
+      }
+  }
+}
+
 std::unique_ptr<Kernel> make_max_pool(const Node& node) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
   if (attrs.kernel.empty()) fail(node.describe() + ": kernel_shape is required");
@@ -74,6 +160,11 @@ std::unique_ptr<Kernel> make_max_pool(const Node& node) {
     const bool want_indices = ctx.outputs.size() > 1;
     Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
     Tensor* ip = want_indices ? &indices : nullptr;
+    if (!want_indices && x.dtype() == DataType::Float) {
+      max_pool_values<float>(x, w, out);
+      ctx.outputs[0] = std::move(out);
+      return;
+    }
     switch (x.dtype()) {
       case DataType::Float: max_pool<float>(x, w, storage_order, out, ip); break;
       case DataType::Double: max_pool<double>(x, w, storage_order, out, ip); break;

@@ -1,0 +1,99 @@
+// MaxPool's two paths agree: without the Indices output the kernel takes a
+// faster path (tap ranges found once, the inner run vectorised); with it,
+// the general one. Same Y, NaNs included, over every kind of geometry.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/session.h"
+#include "test_models.h"
+
+using namespace epprof::rt;
+using namespace epprof::rt::testing;
+
+namespace {
+
+struct PoolCase {
+  std::string label;
+  Shape x;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool ceil_mode = false;
+};
+
+// MaxPool of `c` with outputs Y and, if `indices`, Indices.
+std::string max_pool_model(const PoolCase& c, bool indices) {
+  onnx::ModelProto m = make_model(12);
+  add_io(m, true, "x", c.x);
+  std::vector<std::string> outs = {"y"};
+  if (indices) outs.push_back("i");
+  auto* n = add_node(m, "MaxPool", "pool", {"x"}, outs);
+  auto ints = [&](const char* name, const std::vector<int64_t>& v) {
+    if (v.empty()) return;
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  };
+  ints("kernel_shape", c.kernel);
+  ints("strides", c.strides);
+  ints("pads", c.pads);
+  ints("dilations", c.dilations);
+  if (c.ceil_mode) {
+    auto* a = n->add_attribute();
+    a->set_name("ceil_mode");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    auto* o = m.mutable_graph()->add_output();  // shapes left to inference
+    o->set_name(outs[k]);
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(k == 0 ? onnx::TensorProto::FLOAT
+                                                                    : onnx::TensorProto::INT64);
+  }
+  return bytes(m);
+}
+
+class MaxPoolPaths : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(MaxPoolPaths, GiveTheSameValues) {
+  const PoolCase& c = GetParam();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> v(static_cast<size_t>(shape_size(c.x)));
+  for (auto& e : v) e = u(rng);
+  // NaNs: one at the very start (a window's first tap) and a few inside.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  v[0] = nan;
+  for (size_t i = 17; i < v.size(); i += 97) v[i] = nan;
+  const std::map<std::string, Tensor> in = {{"x", Tensor::from_vector<float>(c.x, v)}};
+  Session fast(Session::from_bytes(max_pool_model(c, false))), general(Session::from_bytes(max_pool_model(c, true)));
+  const Tensor a = fast.run(in).at(0), b = general.run(in).at(0);
+  ASSERT_EQ(a.shape(), b.shape());
+  const auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  for (size_t i = 0; i < av.size(); ++i)
+    ASSERT_EQ(std::memcmp(&av[i], &bv[i], sizeof(float)), 0) << "element " << i << ": " << av[i] << " vs " << bv[i];
+  // Without begin padding, the first window's first tap is the NaN: it stays.
+  bool begin_padded = false;
+  for (size_t d = 0; d < c.pads.size() / 2; ++d) begin_padded |= c.pads[d] != 0;
+  if (!begin_padded) {
+    EXPECT_TRUE(std::isnan(av[0])) << "a window's first tap is NaN: MaxPool keeps it";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, MaxPoolPaths,
+    ::testing::Values(PoolCase{"k3s2p1", {1, 3, 17, 16}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+                      PoolCase{"k2s2", {2, 2, 8, 8}, {2, 2}, {2, 2}, {}, {}},
+                      PoolCase{"k3s1_uneven_pads", {1, 2, 9, 7}, {3, 3}, {1, 1}, {0, 2, 2, 1}, {}},
+                      PoolCase{"dilated_ceil", {1, 2, 11, 10}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {2, 2}, true},
+                      PoolCase{"window_wider_than_pads", {1, 1, 3, 3}, {3, 5}, {1, 1}, {0, 2, 0, 2}, {}},
+                      PoolCase{"one_d", {2, 3, 20}, {4}, {3}, {2, 1}, {}},
+                      PoolCase{"three_d", {1, 2, 5, 6, 7}, {2, 3, 2}, {1, 2, 2}, {1, 1, 0, 0, 1, 1}, {}}),
+    [](const auto& p) { return p.param.label; });
+
+}  // namespace
