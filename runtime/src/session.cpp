@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <thread>
 
@@ -164,6 +165,22 @@ std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s,
   return plan;
 }
 
+// A Constant node's value, computed once by its kernel; nothing for any
+// other node. ONNX Runtime turns Constant nodes into initializers when it
+// loads a graph, so they never run and never show in its profile; the
+// plans here do the same.
+std::optional<Tensor> folded_constant(const Node& node, const Kernel& kernel) {
+  if (node.op_type != "Constant" || !node.domain.empty() || !node.inputs.empty() || node.outputs.size() != 1 ||
+      node.outputs[0].empty())
+    return std::nullopt;
+  KernelContext ctx;
+  ctx.outputs.resize(1);
+  kernel.compute(ctx);
+  if (ctx.outputs[0].empty())
+    throw Error(ErrorKind::Kernel, node.describe() + ": output 0 ('" + node.outputs[0] + "') was not produced");
+  return std::move(ctx.outputs[0]);
+}
+
 void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan) {
   std::map<std::string, int> slot;
   std::vector<bool> is_init;
@@ -181,9 +198,16 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     is_init[static_cast<size_t>(id)] = true;
   }
   for (const auto& in : g.inputs) plan.input_slots.push_back(slot_of(in));
+  std::map<int, Tensor> folded;  // Constant nodes' outputs, by slot
   std::map<int, size_t> producer;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
+    if (std::optional<Tensor> value = folded_constant(node, *g.kernels[i])) {
+      const int id = slot_of(node.outputs[0]);
+      is_init[static_cast<size_t>(id)] = true;  // read as an initializer from here on
+      folded.emplace(id, std::move(*value));
+      continue;
+    }
     detail::NodePlan np;
     np.node = &node;
     np.node_index = node.index;
@@ -195,7 +219,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     }
     for (const auto& out : node.outputs) {
       np.out_slots.push_back(out.empty() ? -1 : slot_of(out));
-      if (!out.empty()) producer[np.out_slots.back()] = i;
+      if (!out.empty()) producer[np.out_slots.back()] = plan.nodes.size();
     }
     for (const auto& name : node.implicit_inputs) np.implicit_slots.push_back(slot_of(name));
     for (const auto& kv : node.attributes) {
@@ -221,6 +245,10 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     const size_t id = static_cast<size_t>(slot.at(kv.first));
     plan.constants[id] = kv.second;
     plan.keep[id] = true;
+  }
+  for (auto& [id, value] : folded) {
+    plan.constants[static_cast<size_t>(id)] = std::move(value);
+    plan.keep[static_cast<size_t>(id)] = true;
   }
   for (int id : plan.output_slots) plan.keep[static_cast<size_t>(id)] = true;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "epprof/rt/session.h"
+#include "test_models.h"
 
 using namespace epprof::rt;
 
@@ -170,3 +171,47 @@ TEST(Session, ConcurrentRunsOnOneSession) {
 }
 
 }  // namespace
+
+// ---- Constant nodes -------------------------------------------------------
+
+// Constant nodes become initializers when the plan is built, as ONNX Runtime
+// turns them into initializers when it loads a graph: they never run, so
+// they are in no profile, and their consumers read them as initializers.
+TEST(Session, ConstantNodesAreFoldedIntoInitializers) {
+  onnx::ModelProto m = epprof::rt::testing::make_model();
+  epprof::rt::testing::add_io(m, true, "x", {2});
+  auto* c = epprof::rt::testing::add_node(m, "Constant", "c", {}, {"k"});
+  auto* v = c->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  v->mutable_t()->add_dims(2);
+  v->mutable_t()->add_float_data(10.0f);
+  v->mutable_t()->add_float_data(20.0f);
+  epprof::rt::testing::add_node(m, "Add", "add", {"x", "k"}, {"y"});
+  epprof::rt::testing::add_io(m, false, "y", {2});
+
+  struct Seen final : RunObserver {
+    std::vector<std::string> ran;
+    std::vector<bool> init_inputs;
+    void node_begin(const NodeInfo& info) override { ran.push_back(info.node.name); }
+    void node_end(const NodeInfo&, const NodeIo& io) override { init_inputs = io.input_is_initializer; }
+  } seen;
+  SessionOptions so;
+  so.observer = &seen;
+  Session s = Session::from_bytes(epprof::rt::testing::bytes(m), so);
+  EXPECT_EQ(s.nodes().size(), 2u);  // the model keeps its nodes
+  const auto out = s.run({{"x", Tensor::from_vector<float>({2}, {1, 2})}});
+  EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{11, 22}));
+  EXPECT_EQ(seen.ran, (std::vector<std::string>{"add"}));
+  EXPECT_EQ(seen.init_inputs, (std::vector<bool>{false, true}));
+
+  // A Constant the kernel refuses fails the session's creation, naming it.
+  v->set_name("not_a_value");
+  try {
+    Session::from_bytes(epprof::rt::testing::bytes(m));
+    FAIL() << "a Constant without a value attribute was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("'not_a_value' is not a value attribute"), std::string::npos) << e.message();
+  }
+}
