@@ -77,16 +77,66 @@ int64_t ClockModel::to_host(int64_t device_ns) const {
   return a_.host_ns + static_cast<int64_t>(std::llround(static_cast<double>(device_ns - a_.device_ns) * slope_));
 }
 
-ClockModel::Anchored ClockModel::to_host_anchored(int64_t device_ns, int64_t queued_ns, int64_t lo,
-                                                  int64_t hi) const {
-  const int64_t predicted = to_host(queued_ns);
-  const int64_t queued = std::clamp(predicted, lo, hi);
-  return Anchored{queued + duration(device_ns - queued_ns), hi - lo,
-                  predicted < lo ? lo - predicted : predicted - queued};
-}
-
 int64_t ClockModel::duration(int64_t device_dur_ns) const {
   return static_cast<int64_t>(std::llround(static_cast<double>(device_dur_ns) * slope_));
+}
+
+AnchoredClock::AnchoredClock(const ClockModel& model, std::vector<Sample> samples) : model_(model) {
+  std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.queued_ns < b.queued_ns; });
+  const size_t n = samples.size();
+  // Each sample's allowed correction [lo, hi], narrowed by its neighbours':
+  // c may change by kMaxSlope per device ns, forwards and backwards.
+  std::vector<double> lo(n), hi(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t predicted = model_.to_host(samples[i].queued_ns);
+    lo[i] = static_cast<double>(samples[i].lo - predicted);
+    hi[i] = static_cast<double>(samples[i].hi - predicted);
+  }
+  auto reach = [&](size_t a, size_t b) {
+    return kMaxSlope * static_cast<double>(std::llabs(samples[b].queued_ns - samples[a].queued_ns));
+  };
+  for (size_t i = 1; i < n; ++i) {
+    lo[i] = std::max(lo[i], lo[i - 1] - reach(i - 1, i));
+    hi[i] = std::min(hi[i], hi[i - 1] + reach(i - 1, i));
+  }
+  for (size_t i = n - 1; i-- > 0;) {
+    lo[i] = std::max(lo[i], lo[i + 1] - reach(i, i + 1));
+    hi[i] = std::min(hi[i], hi[i + 1] + reach(i, i + 1));
+  }
+  // The correction closest to none; both bounds are slope-bounded, so the
+  // clamp is too.
+  at_.reserve(n);
+  c_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    double c = 0.0;
+    if (lo[i] > hi[i]) {  // no slope-bounded c: this one's own bracket, alone
+      ++inconsistent_;
+      const int64_t predicted = model_.to_host(samples[i].queued_ns);
+      c = static_cast<double>(std::clamp(predicted, samples[i].lo, samples[i].hi) - predicted);
+    } else {
+      c = std::clamp(0.0, lo[i], hi[i]);
+    }
+    const auto ci = static_cast<int64_t>(std::llround(c));
+    if (ci != 0) ++corrected_;
+    max_abs_ = std::max<int64_t>(max_abs_, std::llabs(ci));
+    at_.push_back(samples[i].queued_ns);
+    c_.push_back(ci);
+  }
+}
+
+int64_t AnchoredClock::correction(int64_t device_ns) const {
+  if (at_.empty()) return 0;
+  const auto next = std::upper_bound(at_.begin(), at_.end(), device_ns);
+  if (next == at_.begin()) return c_.front();
+  if (next == at_.end()) return c_.back();
+  const size_t j = static_cast<size_t>(next - at_.begin()), i = j - 1;
+  const double f = static_cast<double>(device_ns - at_[i]) / static_cast<double>(at_[j] - at_[i]);
+  return c_[i] + static_cast<int64_t>(std::llround(f * static_cast<double>(c_[j] - c_[i])));
+}
+
+int64_t AnchoredClock::error_ns(const Sample& s, int64_t device_ns) const {
+  return (s.hi - s.lo) +
+         static_cast<int64_t>(std::ceil(kMaxSlope * static_cast<double>(std::llabs(device_ns - s.queued_ns))));
 }
 
 std::string ClockModel::describe() const {

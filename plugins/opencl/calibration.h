@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CL/cl.h>
 
@@ -34,18 +35,6 @@ class ClockModel {
   ClockModel(const ClockSample& a, const ClockSample& b);
 
   int64_t to_host(int64_t device_ns) const;      // a device time on the host clock
-  // A device time of a command whose QUEUED time `queued_ns` (device clock)
-  // happened within the host interval [lo, hi]: the model's estimate of
-  // QUEUED, moved into [lo, hi] if it falls outside, plus the device
-  // interval from QUEUED to `device_ns`. Its error is at most hi - lo (the
-  // estimate and the truth both lie in [lo, hi]) whatever the model's error,
-  // plus the drift over that interval (ppm of microseconds: nothing).
-  struct Anchored {
-    int64_t host_ns;        // device_ns on the host clock
-    int64_t error_ns;       // hi - lo
-    int64_t correction_ns;  // how far the model's QUEUED lay outside [lo, hi]; 0 inside
-  };
-  Anchored to_host_anchored(int64_t device_ns, int64_t queued_ns, int64_t lo, int64_t hi) const;
   int64_t duration(int64_t device_dur_ns) const;  // a device duration in host ns
   int64_t error_bound_ns() const { return error_ns_; }
   double drift_ppm() const { return (slope_ - 1.0) * 1e6; }
@@ -57,6 +46,41 @@ class ClockModel {
   double slope_ = 1.0;
   int64_t error_ns_ = 0;
   bool two_point_ = false;
+};
+
+// The device clock on the host clock, anchored command by command: the
+// model plus a correction c(t) such that every command's QUEUED time lands
+// inside the host bracket of its enqueue call (where OpenCL says it was
+// stamped), and c changes by at most kMaxSlope ns per device ns. That bound
+// keeps the device's own order and durations: two commands one after the
+// other on the device stay so on the host, whatever their brackets. c is
+// found at the commands' QUEUED times (each as close to 0 as the brackets
+// allow) and interpolated linearly between them.
+class AnchoredClock {
+ public:
+  static constexpr double kMaxSlope = 1e-3;  // 1000 ppm: far above any clock's residual drift
+
+  struct Sample {
+    int64_t queued_ns;  // device clock
+    int64_t lo, hi;     // host bracket of the enqueue call
+  };
+  AnchoredClock(const ClockModel& model, std::vector<Sample> samples);
+
+  int64_t to_host(int64_t device_ns) const { return model_.to_host(device_ns) + correction(device_ns); }
+  // Bound on the error of to_host(device_ns) for the command of `s`: its
+  // bracket's width, plus what c may change between its QUEUED and device_ns.
+  int64_t error_ns(const Sample& s, int64_t device_ns) const;
+
+  uint64_t corrected() const { return corrected_; }          // samples with c != 0
+  int64_t max_correction_ns() const { return max_abs_; }     // max |c| at a sample
+  uint64_t inconsistent() const { return inconsistent_; }    // brackets no slope-bounded c meets
+
+ private:
+  int64_t correction(int64_t device_ns) const;
+  ClockModel model_;
+  std::vector<int64_t> at_, c_;  // c at the samples' QUEUED times, ascending
+  uint64_t corrected_ = 0, inconsistent_ = 0;
+  int64_t max_abs_ = 0;
 };
 
 // Takes the best of several samples (the narrowest bracket).

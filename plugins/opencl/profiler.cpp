@@ -30,33 +30,42 @@ struct Placement {
   int64_t error_ns = 0;                              // bound on start_ns's error
 };
 
-// Every command placed, with what the anchoring found.
+// Every command placed on the host clock, with what the anchoring found.
 struct Placed {
   std::vector<Placement> events;  // parallel to the tagged commands
-  uint64_t anchored = 0;          // placed by their own enqueue bracket
-  uint64_t corrections = 0;       // of those, where the model's QUEUED lay outside it
+  uint64_t anchored = 0;          // placed by the enqueue brackets
+  uint64_t corrected = 0, inconsistent = 0;
   int64_t max_correction_ns = 0;
   int64_t max_error_ns = 0;
 
-  void add(const ClockModel& model, const Tagged& t) {
-    const CommandRecord& r = t.command;
-    const auto start = static_cast<int64_t>(r.start), queued = static_cast<int64_t>(r.queued);
-    Placement p;
-    p.dur_ns = std::max<int64_t>(0, model.duration(static_cast<int64_t>(r.end) - start));
-    p.latency_ns = model.duration(start - queued);
-    if (r.enqueue_end > 0) {
-      const ClockModel::Anchored a = model.to_host_anchored(start, queued, r.enqueue_begin, r.enqueue_end);
-      p.start_ns = a.host_ns;
-      p.error_ns = a.error_ns;
-      ++anchored;
-      if (a.correction_ns > 0) ++corrections;
-      max_correction_ns = std::max(max_correction_ns, a.correction_ns);
-    } else {  // enqueued while no profiler was active: the model alone
-      p.start_ns = model.to_host(start);
-      p.error_ns = model.error_bound_ns();
+  Placed(const ClockModel& model, const std::vector<Tagged>& tagged) {
+    std::vector<AnchoredClock::Sample> samples;
+    for (const Tagged& t : tagged)
+      if (t.command.enqueue_end > 0)
+        samples.push_back({static_cast<int64_t>(t.command.queued), t.command.enqueue_begin, t.command.enqueue_end});
+    const AnchoredClock clock(model, samples);
+    anchored = samples.size();
+    corrected = clock.corrected();
+    inconsistent = clock.inconsistent();
+    max_correction_ns = clock.max_correction_ns();
+    events.reserve(tagged.size());
+    for (const Tagged& t : tagged) {
+      const CommandRecord& r = t.command;
+      const auto start = static_cast<int64_t>(r.start), end = static_cast<int64_t>(r.end);
+      Placement p;
+      if (r.enqueue_end > 0) {
+        p.start_ns = clock.to_host(start);
+        p.dur_ns = std::max<int64_t>(0, clock.to_host(end) - p.start_ns);
+        p.error_ns = clock.error_ns({static_cast<int64_t>(r.queued), r.enqueue_begin, r.enqueue_end}, start);
+      } else {  // enqueued while no profiler was active: the model alone
+        p.start_ns = model.to_host(start);
+        p.dur_ns = std::max<int64_t>(0, model.duration(end - start));
+        p.error_ns = model.error_bound_ns();
+      }
+      p.latency_ns = model.duration(start - static_cast<int64_t>(r.queued));
+      max_error_ns = std::max(max_error_ns, p.error_ns);
+      events.push_back(p);
     }
-    max_error_ns = std::max(max_error_ns, p.error_ns);
-    events.push_back(p);
   }
 
   int64_t median_error_ns() const {
@@ -172,9 +181,7 @@ class Profiler {
     const ClockSample cal_end = calibrate(env_.device->id(), env_.device->queue(), host->clock_now_ns);
     const ClockModel model = cal_end.error_ns > 0 || cal_end.device_ns > 0 ? ClockModel(cal_start_, cal_end)
                                                                            : ClockModel(cal_start_);
-    Placed placed;
-    placed.events.reserve(tagged_.size());
-    for (const Tagged& t : tagged_) placed.add(model, t);
+    const Placed placed(model, tagged_);
     // Metadata first, so it is there even if appending fails below.
     const std::pair<std::string, std::string> meta[] = {
         {"device", env_.device->description()},
@@ -182,11 +189,13 @@ class Profiler {
         {"clock_model", model.describe()},
         {"clock_offset_ns", std::to_string(model.offset_ns())},
         {"clock_drift_ppm", std::to_string(model.drift_ppm())},
-        {"clock_anchoring", "each command's QUEUED time is placed within the host clock's bracket of its enqueue "
-                            "call; the model only within that bracket. Each event's clock_error_ns is its own bound"},
+        {"clock_anchoring", "the model plus a correction that puts each command's QUEUED time inside the host "
+                            "clock's bracket of its enqueue call and changes by at most 1000 ppm, so the device's "
+                            "order stays; each event's clock_error_ns is its own bound"},
         {"clock_anchored_commands", std::to_string(placed.anchored)},
-        {"clock_model_corrections", std::to_string(placed.corrections)},
+        {"clock_model_corrections", std::to_string(placed.corrected)},
         {"clock_model_max_correction_ns", std::to_string(placed.max_correction_ns)},
+        {"clock_inconsistent_brackets", std::to_string(placed.inconsistent)},
         {"clock_error_bound_ns", std::to_string(placed.max_error_ns)},
         {"clock_error_median_ns", std::to_string(placed.median_error_ns())},
         {"clock_error_model_ns", std::to_string(model.error_bound_ns())},

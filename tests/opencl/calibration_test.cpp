@@ -26,30 +26,60 @@ TEST(OpenClClockModel, TwoSamplesGiveOffsetAndDrift) {
   EXPECT_NEAR(static_cast<double>(m.to_host(9'000'000 + 500'000'000)), 10'000'000 + 500'050'005.0, 2.0);
 }
 
-TEST(OpenClClockModel, ACommandInsideItsBracketKeepsTheModelsPlace) {
+using epprof::opencl::AnchoredClock;
+
+TEST(OpenClAnchoredClock, CommandsInsideTheirBracketsKeepTheModelsPlace) {
   const ClockModel m = slow_device();
-  const int64_t queued = 100'000'000;  // device
-  const int64_t predicted = m.to_host(queued);
-  const ClockModel::Anchored a = m.to_host_anchored(queued + 2'000, queued, predicted - 300, predicted + 700);
-  EXPECT_EQ(a.correction_ns, 0);
-  EXPECT_EQ(a.error_ns, 1'000);
-  EXPECT_EQ(a.host_ns, predicted + m.duration(2'000));
+  std::vector<AnchoredClock::Sample> s;
+  for (int64_t q : {100'000'000, 100'050'000, 300'000'000}) s.push_back({q, m.to_host(q) - 300, m.to_host(q) + 700});
+  const AnchoredClock c(m, s);
+  EXPECT_EQ(c.corrected(), 0u);
+  EXPECT_EQ(c.inconsistent(), 0u);
+  for (int64_t t : {0, 100'000'000, 200'000'000, 900'000'000}) EXPECT_EQ(c.to_host(t), m.to_host(t)) << t;
+  EXPECT_EQ(c.error_ns(s[0], s[0].queued_ns + 2'000), 1'000 + 2);  // the bracket, and 1000 ppm of 2 us
 }
 
-TEST(OpenClClockModel, ACommandOutsideItsBracketIsMovedToItsNearestEdge) {
+TEST(OpenClAnchoredClock, ACommandOutsideItsBracketIsMovedIntoIt) {
   const ClockModel m = slow_device();
-  const int64_t queued = 100'000'000;
-  const int64_t predicted = m.to_host(queued);
-  // The enqueue call happened 5 us after where the model puts QUEUED: the
-  // command cannot have been queued before its enqueue call began.
-  ClockModel::Anchored a = m.to_host_anchored(queued + 2'000, queued, predicted + 5'000, predicted + 6'000);
-  EXPECT_EQ(a.correction_ns, 5'000);
-  EXPECT_EQ(a.host_ns, predicted + 5'000 + m.duration(2'000));
-  EXPECT_EQ(a.error_ns, 1'000);
-  // ...nor after it returned.
-  a = m.to_host_anchored(queued, queued, predicted - 9'000, predicted - 8'000);
-  EXPECT_EQ(a.correction_ns, 8'000);
-  EXPECT_EQ(a.host_ns, predicted - 8'000);
+  const int64_t q = 100'000'000, p = m.to_host(q);
+  // The enqueue call began 5 us after where the model puts QUEUED: the
+  // command cannot have been queued before the call began.
+  const AnchoredClock c(m, {{q, p + 5'000, p + 6'000}});
+  EXPECT_EQ(c.corrected(), 1u);
+  EXPECT_EQ(c.max_correction_ns(), 5'000);
+  EXPECT_EQ(c.to_host(q), p + 5'000);
+  EXPECT_EQ(c.to_host(q + 2'000) - c.to_host(q), m.duration(2'000));  // one sample: a constant correction
+}
+
+// Two commands back to back on the device, B queued 1 us after A: A's
+// bracket needs +5 us, B's allows none. Moving each into its own bracket
+// alone would start B 4 us before A ends; the slope-bounded correction
+// moves B with A, within B's bracket, and keeps the device's order.
+TEST(OpenClAnchoredClock, BackToBackCommandsStayInTheirOrder) {
+  const ClockModel m = slow_device();
+  const int64_t qa = 100'000'000, qb = qa + 1'000;
+  const int64_t a_start = qa + 2'000, a_end = a_start + 3'000, b_start = a_end, b_end = b_start + 3'000;
+  const AnchoredClock::Sample a{qa, m.to_host(qa) + 5'000, m.to_host(qa) + 6'000};
+  const AnchoredClock::Sample b{qb, m.to_host(qb) - 1'000, m.to_host(qb) + 20'000};
+  const AnchoredClock c(m, {b, a});  // any order
+  EXPECT_EQ(c.inconsistent(), 0u);
+  EXPECT_GE(c.to_host(b_start), c.to_host(a_end));
+  EXPECT_GT(c.to_host(b_end), c.to_host(b_start));
+  // Both QUEUED times lie inside their brackets.
+  for (const auto& s : {a, b}) {
+    EXPECT_GE(c.to_host(s.queued_ns), s.lo);
+    EXPECT_LE(c.to_host(s.queued_ns), s.hi);
+  }
+}
+
+TEST(OpenClAnchoredClock, BracketsNoSlopeBoundedCorrectionMeetsAreCounted) {
+  const ClockModel m = slow_device();
+  const int64_t q = 100'000'000;
+  // 1 us apart on the device, the host brackets 50 us apart: 1000 ppm of
+  // 1 us allows 1 ns of change, not 50 us.
+  const AnchoredClock c(m, {{q, m.to_host(q) - 100, m.to_host(q) + 100},
+                            {q + 1'000, m.to_host(q + 1'000) + 50'000, m.to_host(q + 1'000) + 50'100}});
+  EXPECT_EQ(c.inconsistent(), 2u);
 }
 
 TEST(OpenClClockModel, SamplesTooCloseGiveOffsetOnly) {
