@@ -49,32 +49,47 @@ struct ConvShape {
 // `op` names the operator in messages.
 ConvShape resolve_conv(const WindowAttrs& attrs, int64_t group, const Shape& x, const Shape& w, const char* op);
 
+// The output positions o in [0, out) whose input position o * stride + off
+// lies in [0, in): [lo, hi), empty (lo == hi) when there are none. `off` is
+// a kernel tap's offset, k * dilation - pad_begin.
+inline void taps_inside(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : std::min(out, (-off + stride - 1) / stride);
+  hi = in - off <= 0 ? 0 : std::min(out, (in - off + stride - 1) / stride);
+  hi = std::max(hi, lo);
+}
+
 // col[(c*K + kk) * P + p] for `channels` channels of one image (K = kernel
 // size, P = output size): the input patch under every output position, with
-// zeros for padding.
+// zeros for padding. Each output row is a zero run, a copy (contiguous for
+// stride 1) and a zero run, split where the kernel column leaves the input.
 template <typename T>
 void im2col(const T* x, int64_t channels, const Window& w, T* col) {
-  const int64_t P = w.out_size();
+  const int64_t P = w.out_size(), OW = w.out[2];
   T* dst = col;
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = x + c * w.in_size();
     for (int64_t kd = 0; kd < w.k[0]; ++kd)
       for (int64_t kh = 0; kh < w.k[1]; ++kh)
         for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+          const int64_t off = kw * w.d[2] - w.pb[2];
+          int64_t lo, hi;
+          taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
           for (int64_t od = 0; od < w.out[0]; ++od) {
             const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
             for (int64_t oh = 0; oh < w.out[1]; ++oh) {
               const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-              T* row = dst + (od * w.out[1] + oh) * w.out[2];
+              T* row = dst + (od * w.out[1] + oh) * OW;
               if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-                std::fill(row, row + w.out[2], T{});
+                std::fill(row, row + OW, T{});
                 continue;
               }
               const T* src = xc + (id * w.in[1] + ih) * w.in[2];
-              for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-                const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
-                row[ow] = (iw >= 0 && iw < w.in[2]) ? src[iw] : T{};
-              }
+              std::fill(row, row + lo, T{});
+              if (w.s[2] == 1 && hi > lo)
+                std::copy(src + (lo + off), src + (hi + off), row + lo);
+              else if (w.s[2] != 1)
+                for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * w.s[2] + off];
+              std::fill(row + hi, row + OW, T{});
             }
           }
           dst += P;
@@ -90,9 +105,11 @@ inline bool is_pointwise(const Window& w) {
 }
 
 // Y[n, g*Mg + m, p] = sum_k W[g*Mg + m, k] * col_g[k, p] for every image and
-// group, where `gemm(m, n, k, a, b, c)` computes the row-major C = A * B.
+// group, where `gemm(m, n, k, a, b, c)` computes the row-major C = A * B, or,
+// when `accumulate` (Y already holds the bias), C += A * B: then an empty
+// reduction (K == 0) leaves Y as it is.
 template <typename T, typename Gemm>
-void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm) {
+void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm, bool accumulate = false) {
   const bool pointwise = is_pointwise(cs.w);
   std::vector<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * cs.P));
   for (int64_t n = 0; n < cs.N; ++n)
@@ -100,7 +117,7 @@ void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm)
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
       if (cs.P == 0 || cs.Mg == 0) continue;
       if (cs.K == 0) {
-        std::fill(yg, yg + cs.Mg * cs.P, T{});
+        if (!accumulate) std::fill(yg, yg + cs.Mg * cs.P, T{});
         continue;
       }
       const T* xg = x + (n * cs.C + g * cs.Cg) * cs.w.in_size();
