@@ -322,6 +322,9 @@ const std::vector<ConvCase>& conv_cases() {
       {"depthwise 3x3 s1 dil2 pad2", 1, 4, 8, 11, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true},
       {"depthwise 3x3 s2 dil2 pad1", 1, 2, 10, 9, 2, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, false},
       {"depthwise M=2C 5x5 s(2,1)", 2, 3, 9, 10, 6, 3, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, true},
+      // Rows wide enough for several vectors of interior columns plus a tail.
+      {"depthwise 3x3 s1 wide rows", 1, 3, 5, 29, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"depthwise M=3C 5x5 s1 wide", 1, 2, 6, 37, 6, 2, 5, 5, 1, 1, 1, 2, 2, 4, 1, 3, false},
       {"depthwise 3x1 s(2,1) no pad", 1, 3, 8, 5, 3, 3, 3, 1, 2, 1, 1, 1, 0, 0, 0, 0, true},
       {"depthwise pads wider than input", 1, 2, 2, 2, 2, 2, 3, 3, 1, 3, 3, 3, 4, 4, 4, 4, true},
       {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},

@@ -8,6 +8,8 @@
 // of its own (OpenBLAS's beta = 0 pass over C is replaced by the bias fill).
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/common.h"
@@ -29,14 +31,39 @@ void gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, dou
               static_cast<blasint>(n));
 }
 
-// Y[n, m] = bias[m] everywhere (or 0 without a bias).
+// 16 bytes of T as a GCC/Clang vector type: the compiler lowers its
+// arithmetic to the target's SIMD (SSE2 at the baseline x86-64 flags, so it
+// stays in a register), without the loop vectoriser, which -O2 runs only for
+// loops whose trip count is a multiple of the vector width.
+template <typename T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(16)));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(16)));
+};
+
+// p[0, n) = v, a vector at a time (std::fill of a non-zero value stays a
+// scalar loop at -O2).
+template <typename T>
+void fill_value(T* p, int64_t n, T v) {
+  using V = typename Simd<T>::V;
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  V vv;
+  for (int64_t i = 0; i < L; ++i) vv[i] = v;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) std::memcpy(p + i, &vv, sizeof vv);
+  for (; i < n; ++i) p[i] = v;
+}
+
+// Y[n, m] = bias[m] everywhere.
 template <typename T>
 void fill_bias(const T* bias, const ConvShape& cs, T* y) {
   for (int64_t n = 0; n < cs.N; ++n)
-    for (int64_t m = 0; m < cs.M; ++m) {
-      T* plane = y + (n * cs.M + m) * cs.P;
-      std::fill(plane, plane + cs.P, bias ? bias[m] : T{});
-    }
+    for (int64_t m = 0; m < cs.M; ++m) fill_value(y + (n * cs.M + m) * cs.P, cs.P, bias[m]);
 }
 
 // True when the direct depthwise loop applies: one input channel per group
@@ -44,21 +71,73 @@ void fill_bias(const T* bias, const ConvShape& cs, T* y) {
 // leading slot is then the unused size-1 one).
 bool is_depthwise_2d(const ConvShape& cs) { return cs.Cg == 1 && cs.group == cs.C && cs.w.spatial <= 2; }
 
-// Accumulates the depthwise convolution onto Y (which holds the bias). Per
-// output row and kernel row, each kernel column is one pass over the output
-// columns whose input column is inside the image ([lo, hi), precomputed), so
-// the padding costs no per-element test and stride-1 passes are contiguous.
+// One kernel tap over output columns [from, to) of a row: y[o] += wv * x[o * s + off].
 template <typename T>
-void conv_depthwise_2d(const T* x, const T* wt, const ConvShape& cs, T* y) {
+void tap_pass(T* yr, const T* xr, T wv, int64_t off, int64_t s, int64_t from, int64_t to) {
+  if (s == 1)
+    for (int64_t o = from; o < to; ++o) yr[o] += wv * xr[o + off];
+  else
+    for (int64_t o = from; o < to; ++o) yr[o] += wv * xr[o * s + off];
+}
+
+// Stride 1, output columns [from, to) where every tap is inside the input:
+// y[o] += sum over the rows r and kernel columns kw of
+// w[r][kw] * x[r][o + off[kw]], accumulated in registers, a vector at a time.
+template <typename T>
+void taps_interior(T* yr, const T* const* xrows, const T* const* wrows, size_t nrows, const std::vector<int64_t>& off,
+                   int64_t from, int64_t to) {
+  using V = typename Simd<T>::V;
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  int64_t o = from;
+  // Two vectors at a time: two independent accumulation chains.
+  for (; o + 2 * L <= to; o += 2 * L) {
+    V a0, a1;
+    std::memcpy(&a0, yr + o, sizeof a0);
+    std::memcpy(&a1, yr + o + L, sizeof a1);
+    for (size_t r = 0; r < nrows; ++r) {
+      const T* xr = xrows[r] + o;
+      const T* wr = wrows[r];
+      for (size_t kw = 0; kw < off.size(); ++kw) {
+        V x0, x1;
+        std::memcpy(&x0, xr + off[kw], sizeof x0);
+        std::memcpy(&x1, xr + off[kw] + L, sizeof x1);
+        a0 += wr[kw] * x0;
+        a1 += wr[kw] * x1;
+      }
+    }
+    std::memcpy(yr + o, &a0, sizeof a0);
+    std::memcpy(yr + o + L, &a1, sizeof a1);
+  }
+  for (; o < to; ++o) {
+    T acc = yr[o];
+    for (size_t r = 0; r < nrows; ++r)
+      for (size_t kw = 0; kw < off.size(); ++kw) acc += wrows[r][kw] * xrows[r][o + off[kw]];
+    yr[o] = acc;
+  }
+}
+
+// The depthwise convolution plus bias (null: none), one output row at a time
+// (filled with the bias, then accumulated onto while it is in L1) over the
+// kernel rows inside the input. Kernel column
+// kw reads the input for output columns [lo[kw], hi[kw]) only (precomputed),
+// so padding costs no per-element test. With stride 1 the columns every tap
+// reads (the interior) accumulate all taps in registers; the border columns
+// and strided rows take one pass per tap.
+template <typename T>
+void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
   const int64_t H = w.in[1], W = w.in[2], OH = w.out[1], OW = w.out[2], KH = w.k[1], KW = w.k[2];
   const int64_t sw = w.s[2];
   std::vector<int64_t> off(static_cast<size_t>(KW)), lo(off.size()), hi(off.size());
-  for (int64_t kw = 0; kw < KW; ++kw) {
-    const size_t i = static_cast<size_t>(kw);
-    off[i] = kw * w.d[2] - w.pb[2];
-    taps_inside(off[i], sw, W, OW, lo[i], hi[i]);
+  int64_t in_lo = 0, in_hi = OW;  // the interior: columns inside for every kw
+  for (size_t kw = 0; kw < off.size(); ++kw) {
+    off[kw] = static_cast<int64_t>(kw) * w.d[2] - w.pb[2];
+    taps_inside(off[kw], sw, W, OW, lo[kw], hi[kw]);
+    in_lo = std::max(in_lo, lo[kw]);
+    in_hi = std::min(in_hi, hi[kw]);
   }
+  const bool interior = sw == 1 && in_lo < in_hi;
+  std::vector<const T*> xrows(static_cast<size_t>(KH)), wrows(xrows.size());
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t m = 0; m < cs.M; ++m) {
       const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
@@ -66,19 +145,25 @@ void conv_depthwise_2d(const T* x, const T* wt, const ConvShape& cs, T* y) {
       T* ym = y + (n * cs.M + m) * OH * OW;
       for (int64_t oh = 0; oh < OH; ++oh) {
         T* yr = ym + oh * OW;
+        if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
+        size_t nrows = 0;
         for (int64_t kh = 0; kh < KH; ++kh) {
           const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
           if (ih < 0 || ih >= H) continue;
-          const T* xr = xc + ih * W;
-          for (size_t kw = 0; kw < off.size(); ++kw) {
-            const T wv = wm[kh * KW + static_cast<int64_t>(kw)];
-            const int64_t o = off[kw];
-            if (sw == 1)
-              for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) yr[ow] += wv * xr[ow + o];
-            else
-              for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) yr[ow] += wv * xr[ow * sw + o];
-          }
+          xrows[nrows] = xc + ih * W;
+          wrows[nrows++] = wm + kh * KW;
         }
+        if (interior) taps_interior(yr, xrows.data(), wrows.data(), nrows, off, in_lo, in_hi);
+        for (size_t r = 0; r < nrows; ++r)
+          for (size_t kw = 0; kw < off.size(); ++kw) {
+            const T wv = wrows[r][kw];
+            if (!interior) {
+              tap_pass(yr, xrows[r], wv, off[kw], sw, lo[kw], hi[kw]);
+              continue;
+            }
+            tap_pass(yr, xrows[r], wv, off[kw], sw, lo[kw], std::min(hi[kw], in_lo));
+            tap_pass(yr, xrows[r], wv, off[kw], sw, std::max(lo[kw], in_hi), hi[kw]);
+          }
       }
     }
 }
@@ -91,14 +176,16 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
          bias->description());
   Tensor out(x.dtype(), cs.out_shape);
   T* y = out.mutable_data<T>();
-  fill_bias(bias ? bias->data<T>() : nullptr, cs, y);
-  if (is_depthwise_2d(cs))
-    conv_depthwise_2d(x.data<T>(), wt.data<T>(), cs, y);
-  else
-    conv_by_gemm(
-        x.data<T>(), wt.data<T>(), cs, y,
-        [](int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) { gemm(m, n, k, a, b, T{1}, c); },
-        /*accumulate=*/true);
+  const T* b = bias ? bias->data<T>() : nullptr;
+  if (is_depthwise_2d(cs)) {
+    conv_depthwise_2d(x.data<T>(), wt.data<T>(), b, cs, y);
+    return out;
+  }
+  if (b) fill_bias(b, cs, y);  // else Y stays as Tensor made it: zeros
+  conv_by_gemm(
+      x.data<T>(), wt.data<T>(), cs, y,
+      [](int64_t m, int64_t n, int64_t k, const T* a, const T* bm, T* c) { gemm(m, n, k, a, bm, T{1}, c); },
+      /*accumulate=*/true);
   return out;
 }
 
