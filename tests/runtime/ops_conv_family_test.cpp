@@ -325,6 +325,8 @@ const std::vector<ConvCase>& conv_cases() {
       // Rows wide enough for several vectors of interior columns plus a tail.
       {"depthwise 3x3 s1 wide rows", 1, 3, 5, 29, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"depthwise M=3C 5x5 s1 wide", 1, 2, 6, 37, 6, 2, 5, 5, 1, 1, 1, 2, 2, 4, 1, 3, false},
+      {"depthwise 3x3 s2 wide rows", 2, 3, 7, 45, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      {"depthwise M=2C 5x5 s(1,3) dil2 wide", 1, 2, 6, 70, 4, 2, 5, 5, 1, 3, 1, 2, 2, 5, 1, 2, true},
       {"depthwise 3x1 s(2,1) no pad", 1, 3, 8, 5, 3, 3, 3, 1, 2, 1, 1, 1, 0, 0, 0, 0, true},
       {"depthwise pads wider than input", 1, 2, 2, 2, 2, 2, 3, 3, 1, 3, 3, 3, 4, 4, 4, 4, true},
       {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},

@@ -80,54 +80,61 @@ void tap_pass(T* yr, const T* xr, T wv, int64_t off, int64_t s, int64_t from, in
     for (int64_t o = from; o < to; ++o) yr[o] += wv * xr[o * s + off];
 }
 
-// Stride 1, output columns [from, to) where every tap is inside the input:
-// y[o] += sum over the rows r and kernel columns kw of
-// w[r][kw] * x[r][o + off[kw]], accumulated in registers, a vector at a time.
+// One kernel tap of an output row's interior: its weight, and the input
+// element it reads for the interior's first column; the next columns read the
+// next elements (the input is contiguous along the row, or a phase row).
 template <typename T>
-void taps_interior(T* yr, const T* const* xrows, const T* const* wrows, size_t nrows, const std::vector<int64_t>& off,
-                   int64_t from, int64_t to) {
+struct Tap {
+  const T* x;
+  T w;
+};
+
+// Output columns [from, to) where every tap is inside the input:
+// y[from + i] += sum over the taps of w * x[i], accumulated in registers, two
+// vectors at a time (two independent chains).
+template <typename T>
+void taps_interior(T* yr, const Tap<T>* taps, size_t ntaps, int64_t from, int64_t to) {
   using V = typename Simd<T>::V;
   constexpr int64_t L = sizeof(V) / sizeof(T);
-  int64_t o = from;
-  // Two vectors at a time: two independent accumulation chains.
-  for (; o + 2 * L <= to; o += 2 * L) {
+  T* y = yr + from;
+  const int64_t n = to - from;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
     V a0, a1;
-    std::memcpy(&a0, yr + o, sizeof a0);
-    std::memcpy(&a1, yr + o + L, sizeof a1);
-    for (size_t r = 0; r < nrows; ++r) {
-      const T* xr = xrows[r] + o;
-      const T* wr = wrows[r];
-      for (size_t kw = 0; kw < off.size(); ++kw) {
-        V x0, x1;
-        std::memcpy(&x0, xr + off[kw], sizeof x0);
-        std::memcpy(&x1, xr + off[kw] + L, sizeof x1);
-        a0 += wr[kw] * x0;
-        a1 += wr[kw] * x1;
-      }
+    std::memcpy(&a0, y + i, sizeof a0);
+    std::memcpy(&a1, y + i + L, sizeof a1);
+    for (size_t t = 0; t < ntaps; ++t) {
+      V x0, x1;
+      std::memcpy(&x0, taps[t].x + i, sizeof x0);
+      std::memcpy(&x1, taps[t].x + i + L, sizeof x1);
+      a0 += taps[t].w * x0;
+      a1 += taps[t].w * x1;
     }
-    std::memcpy(yr + o, &a0, sizeof a0);
-    std::memcpy(yr + o + L, &a1, sizeof a1);
+    std::memcpy(y + i, &a0, sizeof a0);
+    std::memcpy(y + i + L, &a1, sizeof a1);
   }
-  for (; o < to; ++o) {
-    T acc = yr[o];
-    for (size_t r = 0; r < nrows; ++r)
-      for (size_t kw = 0; kw < off.size(); ++kw) acc += wrows[r][kw] * xrows[r][o + off[kw]];
-    yr[o] = acc;
+  for (; i < n; ++i) {
+    T acc = y[i];
+    for (size_t t = 0; t < ntaps; ++t) acc += taps[t].w * taps[t].x[i];
+    y[i] = acc;
   }
 }
 
 // The depthwise convolution plus bias (null: none), one output row at a time
 // (filled with the bias, then accumulated onto while it is in L1) over the
-// kernel rows inside the input. Kernel column
-// kw reads the input for output columns [lo[kw], hi[kw]) only (precomputed),
-// so padding costs no per-element test. With stride 1 the columns every tap
-// reads (the interior) accumulate all taps in registers; the border columns
-// and strided rows take one pass per tap.
+// kernel rows inside the input. Kernel column kw reads the input for output
+// columns [lo[kw], hi[kw]) only (precomputed), so padding costs no
+// per-element test. The interior columns, which every tap reads, sum all taps
+// in SIMD registers; the border columns take one scalar pass per tap. With a
+// column stride s > 1 the interior reads each input plane split into s phase
+// rows per row (phase r holds columns r, r + s, ...), built once per plane,
+// where every tap's reads are contiguous again.
 template <typename T>
 void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
   const int64_t H = w.in[1], W = w.in[2], OH = w.out[1], OW = w.out[2], KH = w.k[1], KW = w.k[2];
   const int64_t sw = w.s[2];
+  const int64_t Wp = (W + sw - 1) / sw;  // phase row length
   std::vector<int64_t> off(static_cast<size_t>(KW)), lo(off.size()), hi(off.size());
   int64_t in_lo = 0, in_hi = OW;  // the interior: columns inside for every kw
   for (size_t kw = 0; kw < off.size(); ++kw) {
@@ -136,24 +143,43 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
     in_lo = std::max(in_lo, lo[kw]);
     in_hi = std::min(in_hi, hi[kw]);
   }
-  const bool interior = sw == 1 && in_lo < in_hi;
+  const bool interior = in_lo < in_hi;
+  // Where tap kw's interior reads start within an input row (stride 1) or a
+  // plane's phase rows (row ih, phase r at (ih * sw + r) * Wp): off = q*sw + r
+  // with 0 <= r < sw, and column in_lo reads (in_lo + q) of phase r.
+  std::vector<int64_t> start(off.size());
+  for (size_t kw = 0; kw < off.size(); ++kw) {
+    const int64_t r = ((off[kw] % sw) + sw) % sw, q = (off[kw] - r) / sw;
+    start[kw] = sw == 1 ? in_lo + off[kw] : r * Wp + in_lo + q;
+  }
+  std::vector<T> phases(sw > 1 && interior ? static_cast<size_t>(H * sw * Wp) : 0);
   std::vector<const T*> xrows(static_cast<size_t>(KH)), wrows(xrows.size());
+  std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t m = 0; m < cs.M; ++m) {
       const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
+      if (!phases.empty() && m % cs.Mg == 0)  // a new input plane
+        for (int64_t ih = 0; ih < H; ++ih)
+          for (int64_t r = 0; r < sw; ++r) {
+            T* ph = phases.data() + (ih * sw + r) * Wp;
+            for (int64_t j = 0; j * sw + r < W; ++j) ph[j] = xc[ih * W + j * sw + r];
+          }
       const T* wm = wt + m * KH * KW;
       T* ym = y + (n * cs.M + m) * OH * OW;
       for (int64_t oh = 0; oh < OH; ++oh) {
         T* yr = ym + oh * OW;
         if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
-        size_t nrows = 0;
+        size_t nrows = 0, ntaps = 0;
         for (int64_t kh = 0; kh < KH; ++kh) {
           const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
           if (ih < 0 || ih >= H) continue;
           xrows[nrows] = xc + ih * W;
           wrows[nrows++] = wm + kh * KW;
+          if (!interior) continue;
+          const T* base = sw == 1 ? xc + ih * W : phases.data() + ih * sw * Wp;
+          for (size_t kw = 0; kw < off.size(); ++kw) taps[ntaps++] = {base + start[kw], wm[kh * KW + int64_t(kw)]};
         }
-        if (interior) taps_interior(yr, xrows.data(), wrows.data(), nrows, off, in_lo, in_hi);
+        if (interior) taps_interior(yr, taps.data(), ntaps, in_lo, in_hi);
         for (size_t r = 0; r < nrows; ++r)
           for (size_t kw = 0; kw < off.size(); ++kw) {
             const T wv = wrows[r][kw];
