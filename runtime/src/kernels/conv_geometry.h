@@ -3,6 +3,7 @@
 // against an input's spatial dims; plus the im2col lowering they share.
 #pragma once
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -111,7 +112,9 @@ inline bool is_pointwise(const Window& w) {
 template <typename T, typename Gemm>
 void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm, bool accumulate = false) {
   const bool pointwise = is_pointwise(cs.w);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * cs.P));
+  // Left uninitialised (im2col writes every element): zeroing it would be a
+  // pass over a buffer that can be many times the output's size.
+  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * cs.P)]);
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t g = 0; g < cs.group; ++g) {
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
@@ -121,8 +124,8 @@ void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm,
         continue;
       }
       const T* xg = x + (n * cs.C + g * cs.Cg) * cs.w.in_size();
-      if (!pointwise) im2col(xg, cs.Cg, cs.w, col.data());
-      gemm(cs.Mg, cs.P, cs.K, wt + g * cs.Mg * cs.K, pointwise ? xg : col.data(), yg);
+      if (!pointwise) im2col(xg, cs.Cg, cs.w, col.get());
+      gemm(cs.Mg, cs.P, cs.K, wt + g * cs.Mg * cs.K, pointwise ? xg : col.get(), yg);
     }
 }
 
