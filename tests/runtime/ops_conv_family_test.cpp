@@ -337,6 +337,9 @@ const std::vector<ConvCase>& conv_cases() {
       {"pointwise 1x1 no bias", 1, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},
       {"1x1 s2 pad1", 1, 3, 5, 6, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, true},
       {"generic 3x3 s2 pad1 bias", 2, 3, 9, 8, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      // K x out-width big enough that im2col runs in tiles of a few output rows.
+      {"generic 3x3 in row tiles", 1, 64, 12, 40, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"grouped 3x3 s2 in row tiles", 1, 128, 15, 70, 4, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
       {"generic 3x3 dil2 asym pads", 1, 2, 7, 9, 3, 1, 3, 3, 1, 1, 2, 2, 0, 3, 2, 1, false},
       {"1-D depthwise k4 s3 dil2", 2, 3, 1, 20, 3, 3, 1, 4, 1, 3, 1, 2, 0, 2, 0, 1, true, true},
       {"1-D generic k5 s2", 1, 2, 1, 17, 3, 1, 1, 5, 1, 2, 1, 1, 0, 1, 0, 3, true, true},

@@ -3,13 +3,14 @@
 //   1 or 2 spatial dims: a direct loop over output rows, no im2col, no
 //   per-channel 1 x P x K gemm;
 // - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and an
-//   OpenBLAS gemm per image and group.
+//   OpenBLAS gemm per image, group and tile of output rows.
 // The bias is written into Y first and accumulated onto, so it costs no pass
 // of its own (OpenBLAS's beta = 0 pass over C is replaced by the bias fill).
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/common.h"
@@ -19,16 +20,17 @@ namespace epprof::rt::kernels {
 
 namespace {
 
-// Row-major C[m,n] = A[m,k] * B[k,n] + beta * C.
-void gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
+// Row-major C[m,n] += A[m,k] * B[k,n], with B's and C's row strides.
+void gemm_acc(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(n), beta, c,
-              static_cast<blasint>(n));
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0f, c,
+              static_cast<blasint>(ldc));
 }
-void gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double beta, double* c) {
+void gemm_acc(int64_t m, int64_t n, int64_t k, const double* a, const double* b, int64_t ldb, double* c,
+              int64_t ldc) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), beta, c,
-              static_cast<blasint>(n));
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0, c,
+              static_cast<blasint>(ldc));
 }
 
 // 16 bytes of T as a GCC/Clang vector type: the compiler lowers its
@@ -199,6 +201,42 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
     }
 }
 
+// Bytes of im2col columns per tile: small enough to still be in L2 when the
+// gemm reads them, large enough for the gemm to run at speed.
+constexpr int64_t kColTileBytes = 512 << 10;
+
+// The gemm lowering, accumulating onto Y (which holds the bias): per image
+// and group, im2col a tile of output rows at a time and gemm it onto Y's
+// matching columns. A whole-image im2col buffer can be many times the input
+// (9x for 3x3) and falls out of cache before the gemm reads it. A 1x1
+// stride-1 unpadded kernel reads X itself as the gemm's B, in one gemm.
+template <typename T>
+void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
+  const Window& w = cs.w;
+  if (cs.P == 0 || cs.Mg == 0 || cs.K == 0) return;  // nothing to add to the bias
+  const bool pointwise = is_pointwise(w);
+  const int64_t rows = w.out[0] * w.out[1], OW = w.out[2];
+  const int64_t tile_rows =
+      pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
+  // Uninitialised: im2col_rows writes every element of a tile.
+  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * tile_rows * OW)]);
+  for (int64_t n = 0; n < cs.N; ++n)
+    for (int64_t g = 0; g < cs.group; ++g) {
+      const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();
+      const T* wg = wt + g * cs.Mg * cs.K;
+      T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
+      if (pointwise) {
+        gemm_acc(cs.Mg, cs.P, cs.K, wg, xg, cs.P, yg, cs.P);
+        continue;
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+        const int64_t r1 = std::min(rows, r0 + tile_rows), cols = (r1 - r0) * OW;
+        im2col_rows(xg, cs.Cg, w, r0, r1, col.get());
+        gemm_acc(cs.Mg, cols, cs.K, wg, col.get(), cols, yg + r0 * OW, cs.P);
+      }
+    }
+}
+
 template <typename T>
 Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group) {
   const ConvShape cs = resolve_conv(attrs, group, x.shape(), wt.shape(), "Conv");
@@ -213,10 +251,7 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
     return out;
   }
   if (b) fill_bias(b, cs, y);  // else Y stays as Tensor made it: zeros
-  conv_by_gemm(
-      x.data<T>(), wt.data<T>(), cs, y,
-      [](int64_t m, int64_t n, int64_t k, const T* a, const T* bm, T* c) { gemm(m, n, k, a, bm, T{1}, c); },
-      /*accumulate=*/true);
+  conv_im2col_gemm(x.data<T>(), wt.data<T>(), cs, y);
   return out;
 }
 

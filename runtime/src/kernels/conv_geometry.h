@@ -59,13 +59,15 @@ inline void taps_inside(int64_t off, int64_t stride, int64_t in, int64_t out, in
   hi = std::max(hi, lo);
 }
 
-// col[(c*K + kk) * P + p] for `channels` channels of one image (K = kernel
-// size, P = output size): the input patch under every output position, with
-// zeros for padding. Each output row is a zero run, a copy (contiguous for
-// stride 1) and a zero run, split where the kernel column leaves the input.
+// im2col for the output rows [r0, r1), rows numbered od * out[1] + oh:
+// col[(c*K + kk) * n + (r - r0) * out[2] + ow] for `channels` channels of one
+// image (K = kernel size, n = (r1 - r0) * out[2]): the input patch under
+// every such output position, with zeros for padding. Each output row is a
+// zero run, a copy (contiguous for stride 1) and a zero run, split where the
+// kernel column leaves the input.
 template <typename T>
-void im2col(const T* x, int64_t channels, const Window& w, T* col) {
-  const int64_t P = w.out_size(), OW = w.out[2];
+void im2col_rows(const T* x, int64_t channels, const Window& w, int64_t r0, int64_t r1, T* col) {
+  const int64_t OW = w.out[2], n = (r1 - r0) * OW;
   T* dst = col;
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = x + c * w.in_size();
@@ -75,27 +77,32 @@ void im2col(const T* x, int64_t channels, const Window& w, T* col) {
           const int64_t off = kw * w.d[2] - w.pb[2];
           int64_t lo, hi;
           taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
-          for (int64_t od = 0; od < w.out[0]; ++od) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t od = r / w.out[1], oh = r % w.out[1];
             const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-            for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-              const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-              T* row = dst + (od * w.out[1] + oh) * OW;
-              if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-                std::fill(row, row + OW, T{});
-                continue;
-              }
-              const T* src = xc + (id * w.in[1] + ih) * w.in[2];
-              std::fill(row, row + lo, T{});
-              if (w.s[2] == 1 && hi > lo)
-                std::copy(src + (lo + off), src + (hi + off), row + lo);
-              else if (w.s[2] != 1)
-                for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * w.s[2] + off];
-              std::fill(row + hi, row + OW, T{});
+            const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+            T* row = dst + (r - r0) * OW;
+            if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
+              std::fill(row, row + OW, T{});
+              continue;
             }
+            const T* src = xc + (id * w.in[1] + ih) * w.in[2];
+            std::fill(row, row + lo, T{});
+            if (w.s[2] == 1 && hi > lo)
+              std::copy(src + (lo + off), src + (hi + off), row + lo);
+            else if (w.s[2] != 1)
+              for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * w.s[2] + off];
+            std::fill(row + hi, row + OW, T{});
           }
-          dst += P;
+          dst += n;
         }
   }
+}
+
+// col[(c*K + kk) * P + p] for all P output positions: im2col_rows over every row.
+template <typename T>
+void im2col(const T* x, int64_t channels, const Window& w, T* col) {
+  im2col_rows(x, channels, w, 0, w.out[0] * w.out[1], col);
 }
 
 // True when im2col would be the identity (1x1 kernel, stride 1, no padding).
@@ -106,11 +113,9 @@ inline bool is_pointwise(const Window& w) {
 }
 
 // Y[n, g*Mg + m, p] = sum_k W[g*Mg + m, k] * col_g[k, p] for every image and
-// group, where `gemm(m, n, k, a, b, c)` computes the row-major C = A * B, or,
-// when `accumulate` (Y already holds the bias), C += A * B: then an empty
-// reduction (K == 0) leaves Y as it is.
+// group, where `gemm(m, n, k, a, b, c)` computes the row-major C = A * B.
 template <typename T, typename Gemm>
-void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm, bool accumulate = false) {
+void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm) {
   const bool pointwise = is_pointwise(cs.w);
   // Left uninitialised (im2col writes every element): zeroing it would be a
   // pass over a buffer that can be many times the output's size.
@@ -120,7 +125,7 @@ void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm,
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
       if (cs.P == 0 || cs.Mg == 0) continue;
       if (cs.K == 0) {
-        if (!accumulate) std::fill(yg, yg + cs.Mg * cs.P, T{});
+        std::fill(yg, yg + cs.Mg * cs.P, T{});
         continue;
       }
       const T* xg = x + (n * cs.C + g * cs.Cg) * cs.w.in_size();
