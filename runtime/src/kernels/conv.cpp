@@ -78,33 +78,22 @@ bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
 
-// One kernel tap over output columns [from, to) of a row: y[o] += wv * x[o * s + off].
-template <typename T>
-void tap_pass(T* yr, const T* xr, T wv, int64_t off, int64_t s, int64_t from, int64_t to) {
-  if (s == 1)
-    for (int64_t o = from; o < to; ++o) yr[o] += wv * xr[o + off];
-  else
-    for (int64_t o = from; o < to; ++o) yr[o] += wv * xr[o * s + off];
-}
-
-// One kernel tap of an output row's interior: its weight, and the input
-// element it reads for the interior's first column; the next columns read the
-// next elements (the input is contiguous along the row, or a phase row).
+// One kernel tap of an output row: its weight, and the input element it reads
+// for output column 0; column o reads x[o] (the row is contiguous: a padded
+// phase row, see conv_depthwise_2d).
 template <typename T>
 struct Tap {
   const T* x;
   T w;
 };
 
-// Output columns [from, to) where every tap is inside the input:
-// y[from + i] += sum over the taps of w * x[i], accumulated in registers, two
-// vectors at a time (two independent chains).
+// y[o] += sum over the taps of w * x[o] for o in [0, n), accumulated in
+// registers: two vectors at a time (two independent chains), then one, then
+// scalars.
 template <typename T>
-void taps_interior(T* yr, const Tap<T>* taps, size_t ntaps, int64_t from, int64_t to) {
+void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) {
   using V = typename Simd<T>::V;
   constexpr int64_t L = sizeof(V) / sizeof(T);
-  T* y = yr + from;
-  const int64_t n = to - from;
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
     V a0, a1;
@@ -120,6 +109,16 @@ void taps_interior(T* yr, const Tap<T>* taps, size_t ntaps, int64_t from, int64_
     std::memcpy(y + i, &a0, sizeof a0);
     std::memcpy(y + i + L, &a1, sizeof a1);
   }
+  for (; i + L <= n; i += L) {
+    V a0;
+    std::memcpy(&a0, y + i, sizeof a0);
+    for (size_t t = 0; t < ntaps; ++t) {
+      V x0;
+      std::memcpy(&x0, taps[t].x + i, sizeof x0);
+      a0 += taps[t].w * x0;
+    }
+    std::memcpy(y + i, &a0, sizeof a0);
+  }
   for (; i < n; ++i) {
     T acc = y[i];
     for (size_t t = 0; t < ntaps; ++t) acc += taps[t].w * taps[t].x[i];
@@ -129,74 +128,57 @@ void taps_interior(T* yr, const Tap<T>* taps, size_t ntaps, int64_t from, int64_
 
 // The depthwise convolution plus bias (null: none), one output row at a time
 // (filled with the bias, then accumulated onto while it is in L1) over the
-// kernel rows inside the input. Kernel column kw reads the input for output
-// columns [lo[kw], hi[kw]) only (precomputed), so padding costs no
-// per-element test. The interior columns, which every tap reads, sum all taps
-// in SIMD registers; the border columns take one scalar pass per tap. With a
-// column stride s > 1 the interior reads each input plane split into s phase
-// rows per row (phase r holds columns r, r + s, ...), built once per plane,
-// where every tap's reads are contiguous again.
+// kernel rows inside the input, every tap of the row summed in SIMD registers.
+// So that every tap reads a contiguous run with no bounds test, each input
+// plane is first copied, once, into zero-padded phase rows: padded column c
+// (input column c - pad_begin, zero outside the input) of row ih goes to
+// phase c % s, position c / s, for the column stride s. Output column o's tap
+// kw reads padded column o*s + kw*d = (o + q)*s + r, with kw*d = q*s + r:
+// position o + q of phase r. Stride 1 without left or right padding reads X
+// itself.
 template <typename T>
 void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
   const int64_t H = w.in[1], W = w.in[2], OH = w.out[1], OW = w.out[2], KH = w.k[1], KW = w.k[2];
-  const int64_t sw = w.s[2];
-  const int64_t Wp = (W + sw - 1) / sw;  // phase row length
-  std::vector<int64_t> off(static_cast<size_t>(KW)), lo(off.size()), hi(off.size());
-  int64_t in_lo = 0, in_hi = OW;  // the interior: columns inside for every kw
-  for (size_t kw = 0; kw < off.size(); ++kw) {
-    off[kw] = static_cast<int64_t>(kw) * w.d[2] - w.pb[2];
-    taps_inside(off[kw], sw, W, OW, lo[kw], hi[kw]);
-    in_lo = std::max(in_lo, lo[kw]);
-    in_hi = std::min(in_hi, hi[kw]);
-  }
-  const bool interior = in_lo < in_hi;
-  // Where tap kw's interior reads start within an input row (stride 1) or a
-  // plane's phase rows (row ih, phase r at (ih * sw + r) * Wp): off = q*sw + r
-  // with 0 <= r < sw, and column in_lo reads (in_lo + q) of phase r.
-  std::vector<int64_t> start(off.size());
-  for (size_t kw = 0; kw < off.size(); ++kw) {
-    const int64_t r = ((off[kw] % sw) + sw) % sw, q = (off[kw] - r) / sw;
-    start[kw] = sw == 1 ? in_lo + off[kw] : r * Wp + in_lo + q;
-  }
-  std::vector<T> phases(sw > 1 && interior ? static_cast<size_t>(H * sw * Wp) : 0);
-  std::vector<const T*> xrows(static_cast<size_t>(KH)), wrows(xrows.size());
+  const int64_t s = w.s[2], d = w.d[2], pl = w.pb[2];
+  const int64_t Wpad = (OW - 1) * s + (KW - 1) * d + 1;  // padded columns the outputs read
+  const int64_t Wp = (Wpad + s - 1) / s;                  // phase row length
+  const bool direct = s == 1 && pl == 0 && Wpad <= W;
+  const int64_t row_stride = direct ? W : s * Wp;  // from one input row's (phase) rows to the next's
+  std::vector<T> padded(direct || OW == 0 ? 0 : static_cast<size_t>(H * s * Wp));
+  std::vector<int64_t> start(static_cast<size_t>(KW));  // tap kw: r * Wp + q, or kw * d when direct
+  for (int64_t kw = 0; kw < KW; ++kw)
+    start[static_cast<size_t>(kw)] = direct ? kw * d : (kw * d) % s * Wp + (kw * d) / s;
   std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t m = 0; m < cs.M; ++m) {
       const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
-      if (!phases.empty() && m % cs.Mg == 0)  // a new input plane
+      if (!padded.empty() && m % cs.Mg == 0)  // a new input plane
         for (int64_t ih = 0; ih < H; ++ih)
-          for (int64_t r = 0; r < sw; ++r) {
-            T* ph = phases.data() + (ih * sw + r) * Wp;
-            for (int64_t j = 0; j * sw + r < W; ++j) ph[j] = xc[ih * W + j * sw + r];
+          for (int64_t r = 0; r < s; ++r) {
+            // Position j holds input column j*s + r - pl: inside for j in [lo, hi).
+            T* ph = padded.data() + (ih * s + r) * Wp;
+            const T* src = xc + ih * W;
+            int64_t lo, hi;
+            taps_inside(r - pl, s, W, Wp, lo, hi);
+            std::fill(ph, ph + lo, T{});
+            for (int64_t j = lo; j < hi; ++j) ph[j] = src[j * s + r - pl];
+            std::fill(ph + hi, ph + Wp, T{});
           }
+      const T* base = direct ? xc : padded.data();
       const T* wm = wt + m * KH * KW;
       T* ym = y + (n * cs.M + m) * OH * OW;
       for (int64_t oh = 0; oh < OH; ++oh) {
         T* yr = ym + oh * OW;
         if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
-        size_t nrows = 0, ntaps = 0;
+        size_t ntaps = 0;
         for (int64_t kh = 0; kh < KH; ++kh) {
           const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-          if (ih < 0 || ih >= H) continue;
-          xrows[nrows] = xc + ih * W;
-          wrows[nrows++] = wm + kh * KW;
-          if (!interior) continue;
-          const T* base = sw == 1 ? xc + ih * W : phases.data() + ih * sw * Wp;
-          for (size_t kw = 0; kw < off.size(); ++kw) taps[ntaps++] = {base + start[kw], wm[kh * KW + int64_t(kw)]};
+          if (ih < 0 || ih >= H) continue;  // a padding row: adds nothing
+          for (int64_t kw = 0; kw < KW; ++kw)
+            taps[ntaps++] = {base + ih * row_stride + start[static_cast<size_t>(kw)], wm[kh * KW + kw]};
         }
-        if (interior) taps_interior(yr, taps.data(), ntaps, in_lo, in_hi);
-        for (size_t r = 0; r < nrows; ++r)
-          for (size_t kw = 0; kw < off.size(); ++kw) {
-            const T wv = wrows[r][kw];
-            if (!interior) {
-              tap_pass(yr, xrows[r], wv, off[kw], sw, lo[kw], hi[kw]);
-              continue;
-            }
-            tap_pass(yr, xrows[r], wv, off[kw], sw, lo[kw], std::min(hi[kw], in_lo));
-            tap_pass(yr, xrows[r], wv, off[kw], sw, std::max(lo[kw], in_hi), hi[kw]);
-          }
+        accumulate_taps(yr, taps.data(), ntaps, OW);
       }
     }
 }
