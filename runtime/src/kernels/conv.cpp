@@ -1,7 +1,7 @@
 // Conv, float and double, by one of two lowerings:
-// - depthwise (group == C, each output channel reads one input channel) over
-//   1 or 2 spatial dims: a direct loop over output rows, no im2col, no
-//   per-channel 1 x P x K gemm;
+// - depthwise (group == C: each output channel reads one input channel; up to
+//   4 output channels per input channel) over 1 or 2 spatial dims: a direct
+//   SIMD loop over output rows, no im2col, no per-channel 1 x P x K gemm;
 // - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and an
 //   OpenBLAS gemm per image, group and tile of output rows.
 // The bias is written into Y first and accumulated onto, so it costs no pass
