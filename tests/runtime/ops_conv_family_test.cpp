@@ -335,6 +335,8 @@ const std::vector<ConvCase>& conv_cases() {
       {"grouped 3x3 s2 no bias", 1, 6, 7, 7, 9, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, false},
       {"pointwise 1x1 bias", 2, 5, 4, 6, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"pointwise 1x1 no bias", 1, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},
+      {"pointwise on a 1x1 map (one column)", 2, 8, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
+      {"3x3 to a 1x1 map (one column)", 1, 4, 3, 3, 6, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"1x1 s2 pad1", 1, 3, 5, 6, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, true},
       {"generic 3x3 s2 pad1 bias", 2, 3, 9, 8, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
       // K x out-width big enough that im2col runs in tiles of a few output rows.
