@@ -2,9 +2,11 @@
 // small graphs (ONNX's own test data is covered by runtime_conformance).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "epprof/rt/session.h"
@@ -233,4 +235,128 @@ TEST(OpsConvFamily, MatMulOnIntegers) {
   const Tensor y = g.run({{"a", Tensor::from_vector<int32_t>({2, 2}, {1, 2, -3, 4})},
                           {"b", Tensor::from_vector<int32_t>({2}, {5, 6})}});
   EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{17, 9}));
+}
+
+namespace {
+
+// A 1-D or 2-D Conv case; 1-D when H == 1 and KH == 1 and the spatial rank is 1.
+struct ConvCase {
+  const char* name;
+  int64_t N, C, H, W, M, group, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
+  bool bias;
+  bool one_d = false;  // X is N x C x W (H, KH, sh, dh, pt, pb unused)
+};
+
+// Deterministic values in [-1, 1) that are not all alike.
+template <typename T>
+std::vector<T> conv_test_values(size_t n, unsigned seed) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = T(int((i * 7919 + seed * 104729) % 2003) - 1001) / T(1001);
+  return v;
+}
+
+// The definition, term by term, accumulated in long double.
+template <typename T>
+std::vector<T> naive_conv(const ConvCase& c, const std::vector<T>& x, const std::vector<T>& w, const std::vector<T>& b,
+                          int64_t OH, int64_t OW) {
+  const int64_t Cg = c.C / c.group, Mg = c.M / c.group;
+  std::vector<T> y(static_cast<size_t>(c.N * c.M * OH * OW));
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          long double acc = c.bias ? b[static_cast<size_t>(m)] : 0;
+          for (int64_t cg = 0; cg < Cg; ++cg)
+            for (int64_t kh = 0; kh < c.KH; ++kh)
+              for (int64_t kw = 0; kw < c.KW; ++kw) {
+                const int64_t ih = oh * c.sh - c.pt + kh * c.dh, iw = ow * c.sw - c.pl + kw * c.dw;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                const int64_t ch = (m / Mg) * Cg + cg;
+                acc += static_cast<long double>(x[static_cast<size_t>(((n * c.C + ch) * c.H + ih) * c.W + iw)]) *
+                       w[static_cast<size_t>(((m * Cg + cg) * c.KH + kh) * c.KW + kw)];
+              }
+          y[static_cast<size_t>(((n * c.M + m) * OH + oh) * OW + ow)] = static_cast<T>(acc);
+        }
+  return y;
+}
+
+template <typename T>
+void check_conv_case(const ConvCase& c) {
+  constexpr int type = std::is_same_v<T, float> ? onnx::TensorProto::FLOAT : onnx::TensorProto::DOUBLE;
+  const int64_t OH = (c.H + c.pt + c.pb - ((c.KH - 1) * c.dh + 1)) / c.sh + 1;
+  const int64_t OW = (c.W + c.pl + c.pr - ((c.KW - 1) * c.dw + 1)) / c.sw + 1;
+  const Shape xs = c.one_d ? Shape{c.N, c.C, c.W} : Shape{c.N, c.C, c.H, c.W};
+  const Shape ws = c.one_d ? Shape{c.M, c.C / c.group, c.KW} : Shape{c.M, c.C / c.group, c.KH, c.KW};
+  const Shape ys = c.one_d ? Shape{c.N, c.M, OW} : Shape{c.N, c.M, OH, OW};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs = {{"x", xs}, {"w", ws}};
+  if (c.bias) inputs.push_back({"b", {c.M}});
+  OneNode g("Conv", inputs, {type, type, type}, ys, type);
+  set_int(g.node, "group", c.group);
+  if (c.one_d) {
+    set_ints(g.node, "strides", {c.sw});
+    set_ints(g.node, "dilations", {c.dw});
+    set_ints(g.node, "pads", {c.pl, c.pr});
+  } else {
+    set_ints(g.node, "strides", {c.sh, c.sw});
+    set_ints(g.node, "dilations", {c.dh, c.dw});
+    set_ints(g.node, "pads", {c.pt, c.pl, c.pb, c.pr});
+  }
+  const auto x = conv_test_values<T>(static_cast<size_t>(shape_size(xs)), 1);
+  const auto w = conv_test_values<T>(static_cast<size_t>(shape_size(ws)), 2);
+  const auto b = conv_test_values<T>(static_cast<size_t>(c.M), 3);
+  std::map<std::string, Tensor> feeds = {{"x", Tensor::from_vector<T>(xs, x)}, {"w", Tensor::from_vector<T>(ws, w)}};
+  if (c.bias) feeds.emplace("b", Tensor::from_vector<T>({c.M}, b));
+  const Tensor y = g.run(feeds);
+  ASSERT_EQ(y.shape(), ys) << c.name;
+  const std::vector<T> got = y.to_vector<T>(), want = naive_conv(c, x, w, b, OH, OW);
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(double(want[i])))) << c.name << " element " << i;
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      // name                           N  C  H   W  M  grp KH KW sh sw dh dw pt pl pb pr bias
+      {"depthwise 3x3 s1 pad1 bias", 2, 5, 7, 9, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"depthwise 3x3 s2 asym pads", 1, 3, 9, 8, 3, 3, 3, 3, 2, 2, 1, 1, 1, 0, 1, 2, false},
+      {"depthwise 3x3 s1 dil2 pad2", 1, 4, 8, 11, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true},
+      {"depthwise 3x3 s2 dil2 pad1", 1, 2, 10, 9, 2, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, false},
+      {"depthwise M=2C 5x5 s(2,1)", 2, 3, 9, 10, 6, 3, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, true},
+      // Rows wide enough for several vectors of interior columns plus a tail.
+      {"depthwise 3x3 s1 wide rows", 1, 3, 5, 29, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"depthwise M=3C 5x5 s1 wide", 1, 2, 6, 37, 6, 2, 5, 5, 1, 1, 1, 2, 2, 4, 1, 3, false},
+      {"depthwise 3x3 s2 wide rows", 2, 3, 7, 45, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      {"depthwise M=2C 5x5 s(1,3) dil2 wide", 1, 2, 6, 70, 4, 2, 5, 5, 1, 3, 1, 2, 2, 5, 1, 2, true},
+      {"depthwise 3x1 s(2,1) no pad", 1, 3, 8, 5, 3, 3, 3, 1, 2, 1, 1, 1, 0, 0, 0, 0, true},
+      {"depthwise pads wider than input", 1, 2, 2, 2, 2, 2, 3, 3, 1, 3, 3, 3, 4, 4, 4, 4, true},
+      {"one input channel to 6 (gemm)", 1, 1, 6, 9, 6, 1, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, true},
+      {"depthwise M=6C (gemm per group)", 1, 2, 5, 6, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+      {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"grouped 3x3 s2 no bias", 1, 6, 7, 7, 9, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, false},
+      {"pointwise 1x1 bias", 2, 5, 4, 6, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
+      {"pointwise 1x1 no bias", 1, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},
+      {"pointwise on a 1x1 map (one column)", 2, 8, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
+      {"3x3 to a 1x1 map (one column)", 1, 4, 3, 3, 6, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true},
+      {"1x1 s2 pad1", 1, 3, 5, 6, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      {"generic 3x3 s2 pad1 bias", 2, 3, 9, 8, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      // K x out-width big enough that im2col runs in tiles of a few output rows.
+      {"generic 3x3 in row tiles", 1, 64, 12, 40, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"grouped 3x3 s2 in row tiles", 1, 128, 15, 70, 4, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
+      {"generic 3x3 dil2 asym pads", 1, 2, 7, 9, 3, 1, 3, 3, 1, 1, 2, 2, 0, 3, 2, 1, false},
+      {"1-D depthwise k4 s3 dil2", 2, 3, 1, 20, 3, 3, 1, 4, 1, 3, 1, 2, 0, 2, 0, 1, true, true},
+      {"1-D generic k5 s2", 1, 2, 1, 17, 3, 1, 1, 5, 1, 2, 1, 1, 0, 1, 0, 3, true, true},
+  };
+  return cases;
+}
+
+}  // namespace
+
+// Each Conv lowering (direct depthwise, per-group gemm, pointwise gemm, im2col
+// gemm) against the definition, with and without bias, float and double.
+TEST(OpsConvFamily, ConvMatchesNaiveReferenceFloat) {
+  for (const ConvCase& c : conv_cases()) check_conv_case<float>(c);
+}
+
+TEST(OpsConvFamily, ConvMatchesNaiveReferenceDouble) {
+  for (const ConvCase& c : conv_cases()) check_conv_case<double>(c);
 }

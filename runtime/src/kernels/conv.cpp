@@ -1,15 +1,231 @@
-// Conv: im2col (1-D to 3-D spatial) + OpenBLAS gemm, with groups; float and double.
+// Conv, float and double, by one of two lowerings:
+// - depthwise (group == C: each output channel reads one input channel; up to
+//   4 output channels per input channel) over 1 or 2 spatial dims: a direct
+//   SIMD loop over output rows, no im2col, no per-channel 1 x P x K gemm;
+// - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and an
+//   OpenBLAS gemm per image, group and tile of output rows.
+// The bias is written into Y first and accumulated onto, so it costs no pass
+// of its own (OpenBLAS's beta = 0 pass over C is replaced by the bias fill).
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
-#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
 namespace {
+
+// Row-major C[m,n] += A[m,k] * B[k,n], with B's and C's row strides. A
+// single column (the 1x1 convs on 1x1 maps of squeeze-excitation blocks) is a
+// gemv, which skips gemm's packing and blocking.
+void gemm_acc(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (n == 1)
+    return cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(k), 1.0f, a,
+                       static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0f, c, static_cast<blasint>(ldc));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0f, c,
+              static_cast<blasint>(ldc));
+}
+void gemm_acc(int64_t m, int64_t n, int64_t k, const double* a, const double* b, int64_t ldb, double* c,
+              int64_t ldc) {
+  if (n == 1)
+    return cblas_dgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(k), 1.0, a,
+                       static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0, c, static_cast<blasint>(ldc));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0, c,
+              static_cast<blasint>(ldc));
+}
+
+// 16 bytes of T as a GCC/Clang vector type: the compiler lowers its
+// arithmetic to the target's SIMD (SSE2 at the baseline x86-64 flags, so it
+// stays in a register), without the loop vectoriser, which -O2 runs only for
+// loops whose trip count is a multiple of the vector width.
+template <typename T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(16)));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(16)));
+};
+
+// p[0, n) = v, a vector at a time (std::fill of a non-zero value stays a
+// scalar loop at -O2).
+template <typename T>
+void fill_value(T* p, int64_t n, T v) {
+  using V = typename Simd<T>::V;
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  V vv;
+  for (int64_t i = 0; i < L; ++i) vv[i] = v;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) std::memcpy(p + i, &vv, sizeof vv);
+  for (; i < n; ++i) p[i] = v;
+}
+
+// Y[n, m] = bias[m] everywhere.
+template <typename T>
+void fill_bias(const T* bias, const ConvShape& cs, T* y) {
+  for (int64_t n = 0; n < cs.N; ++n)
+    for (int64_t m = 0; m < cs.M; ++m) fill_value(y + (n * cs.M + m) * cs.P, cs.P, bias[m]);
+}
+
+// True when the direct depthwise loop applies: one input channel per group,
+// at most 2 spatial dims (the window's leading slot is then the unused size-1
+// one), and few output channels per input channel. With many (Mg > 4, as in
+// a first layer from one input channel to 24, or a 1-D filterbank from one to
+// hundreds) the gemm amortises im2col over Mg rows and beats the direct loop:
+// oww_melspectrogram's 1 -> 257-channel convs ran 10x slower direct.
+bool is_depthwise_2d(const ConvShape& cs) {
+  return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
+}
+
+// One kernel tap of an output row: its weight, and the input element it reads
+// for output column 0; column o reads x[o] (the row is contiguous: a padded
+// phase row, see conv_depthwise_2d).
+template <typename T>
+struct Tap {
+  const T* x;
+  T w;
+};
+
+// y[o] += sum over the taps of w * x[o] for o in [0, n), accumulated in
+// registers: two vectors at a time (two independent chains), then one, then
+// scalars.
+template <typename T>
+void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) {
+  using V = typename Simd<T>::V;
+  constexpr int64_t L = sizeof(V) / sizeof(T);
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    V a0, a1;
+    std::memcpy(&a0, y + i, sizeof a0);
+    std::memcpy(&a1, y + i + L, sizeof a1);
+    for (size_t t = 0; t < ntaps; ++t) {
+      V x0, x1;
+      std::memcpy(&x0, taps[t].x + i, sizeof x0);
+      std::memcpy(&x1, taps[t].x + i + L, sizeof x1);
+      a0 += taps[t].w * x0;
+      a1 += taps[t].w * x1;
+    }
+    std::memcpy(y + i, &a0, sizeof a0);
+    std::memcpy(y + i + L, &a1, sizeof a1);
+  }
+  for (; i + L <= n; i += L) {
+    V a0;
+    std::memcpy(&a0, y + i, sizeof a0);
+    for (size_t t = 0; t < ntaps; ++t) {
+      V x0;
+      std::memcpy(&x0, taps[t].x + i, sizeof x0);
+      a0 += taps[t].w * x0;
+    }
+    std::memcpy(y + i, &a0, sizeof a0);
+  }
+  for (; i < n; ++i) {
+    T acc = y[i];
+    for (size_t t = 0; t < ntaps; ++t) acc += taps[t].w * taps[t].x[i];
+    y[i] = acc;
+  }
+}
+
+// The depthwise convolution plus bias (null: none), one output row at a time
+// (filled with the bias, then accumulated onto while it is in L1) over the
+// kernel rows inside the input, every tap of the row summed in SIMD registers.
+// So that every tap reads a contiguous run with no bounds test, each input
+// plane is first copied, once, into zero-padded phase rows: padded column c
+// (input column c - pad_begin, zero outside the input) of row ih goes to
+// phase c % s, position c / s, for the column stride s. Output column o's tap
+// kw reads padded column o*s + kw*d = (o + q)*s + r, with kw*d = q*s + r:
+// position o + q of phase r. Stride 1 without left or right padding reads X
+// itself.
+template <typename T>
+void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
+  const Window& w = cs.w;
+  const int64_t H = w.in[1], W = w.in[2], OH = w.out[1], OW = w.out[2], KH = w.k[1], KW = w.k[2];
+  const int64_t s = w.s[2], d = w.d[2], pl = w.pb[2];
+  const int64_t Wpad = (OW - 1) * s + (KW - 1) * d + 1;  // padded columns the outputs read
+  const int64_t Wp = (Wpad + s - 1) / s;                  // phase row length
+  const bool direct = s == 1 && pl == 0 && Wpad <= W;
+  const int64_t row_stride = direct ? W : s * Wp;  // from one input row's (phase) rows to the next's
+  std::vector<T> padded(direct || OW == 0 ? 0 : static_cast<size_t>(H * s * Wp));
+  std::vector<int64_t> start(static_cast<size_t>(KW));  // tap kw: r * Wp + q, or kw * d when direct
+  for (int64_t kw = 0; kw < KW; ++kw)
+    start[static_cast<size_t>(kw)] = direct ? kw * d : (kw * d) % s * Wp + (kw * d) / s;
+  std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
+  for (int64_t n = 0; n < cs.N; ++n)
+    for (int64_t m = 0; m < cs.M; ++m) {
+      const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
+      if (!padded.empty() && m % cs.Mg == 0)  // a new input plane
+        for (int64_t ih = 0; ih < H; ++ih)
+          for (int64_t r = 0; r < s; ++r) {
+            // Position j holds input column j*s + r - pl: inside for j in [lo, hi).
+            T* ph = padded.data() + (ih * s + r) * Wp;
+            const T* src = xc + ih * W;
+            int64_t lo, hi;
+            taps_inside(r - pl, s, W, Wp, lo, hi);
+            std::fill(ph, ph + lo, T{});
+            for (int64_t j = lo; j < hi; ++j) ph[j] = src[j * s + r - pl];
+            std::fill(ph + hi, ph + Wp, T{});
+          }
+      const T* base = direct ? xc : padded.data();
+      const T* wm = wt + m * KH * KW;
+      T* ym = y + (n * cs.M + m) * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        T* yr = ym + oh * OW;
+        if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
+        size_t ntaps = 0;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+          if (ih < 0 || ih >= H) continue;  // a padding row: adds nothing
+          for (int64_t kw = 0; kw < KW; ++kw)
+            taps[ntaps++] = {base + ih * row_stride + start[static_cast<size_t>(kw)], wm[kh * KW + kw]};
+        }
+        accumulate_taps(yr, taps.data(), ntaps, OW);
+      }
+    }
+}
+
+// Bytes of im2col columns per tile: small enough to still be in L2 when the
+// gemm reads them, large enough for the gemm to run at speed.
+constexpr int64_t kColTileBytes = 512 << 10;
+
+// The gemm lowering, accumulating onto Y (which holds the bias): per image
+// and group, im2col a tile of output rows at a time and gemm it onto Y's
+// matching columns. A whole-image im2col buffer can be many times the input
+// (9x for 3x3) and falls out of cache before the gemm reads it. A 1x1
+// stride-1 unpadded kernel reads X itself as the gemm's B, in one gemm.
+template <typename T>
+void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
+  const Window& w = cs.w;
+  if (cs.P == 0 || cs.Mg == 0 || cs.K == 0) return;  // nothing to add to the bias
+  const bool pointwise = is_pointwise(w);
+  const int64_t rows = w.out[0] * w.out[1], OW = w.out[2];
+  const int64_t tile_rows =
+      pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
+  // Uninitialised: im2col_rows writes every element of a tile.
+  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * tile_rows * OW)]);
+  for (int64_t n = 0; n < cs.N; ++n)
+    for (int64_t g = 0; g < cs.group; ++g) {
+      const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();
+      const T* wg = wt + g * cs.Mg * cs.K;
+      T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
+      if (pointwise) {
+        gemm_acc(cs.Mg, cs.P, cs.K, wg, xg, cs.P, yg, cs.P);
+        continue;
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+        const int64_t r1 = std::min(rows, r0 + tile_rows), cols = (r1 - r0) * OW;
+        im2col_rows(xg, cs.Cg, w, r0, r1, col.get());
+        gemm_acc(cs.Mg, cols, cs.K, wg, col.get(), cols, yg + r0 * OW, cs.P);
+      }
+    }
+}
 
 template <typename T>
 Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group) {
@@ -19,16 +235,13 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
          bias->description());
   Tensor out(x.dtype(), cs.out_shape);
   T* y = out.mutable_data<T>();
-  conv_by_gemm(x.data<T>(), wt.data<T>(), cs, y,
-               [](int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) { gemm_nn(m, n, k, a, b, c); });
-  if (bias) {
-    const T* bv = bias->data<T>();
-    for (int64_t n = 0; n < cs.N; ++n)
-      for (int64_t m = 0; m < cs.M; ++m) {
-        T* row = y + (n * cs.M + m) * cs.P;
-        for (int64_t p = 0; p < cs.P; ++p) row[p] += bv[m];
-      }
+  const T* b = bias ? bias->data<T>() : nullptr;
+  if (is_depthwise_2d(cs)) {
+    conv_depthwise_2d(x.data<T>(), wt.data<T>(), b, cs, y);
+    return out;
   }
+  if (b) fill_bias(b, cs, y);  // else Y stays as Tensor made it: zeros
+  conv_im2col_gemm(x.data<T>(), wt.data<T>(), cs, y);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // against an input's spatial dims; plus the im2col lowering they share.
 #pragma once
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,37 +50,59 @@ struct ConvShape {
 // `op` names the operator in messages.
 ConvShape resolve_conv(const WindowAttrs& attrs, int64_t group, const Shape& x, const Shape& w, const char* op);
 
-// col[(c*K + kk) * P + p] for `channels` channels of one image (K = kernel
-// size, P = output size): the input patch under every output position, with
-// zeros for padding.
+// The output positions o in [0, out) whose input position o * stride + off
+// lies in [0, in): [lo, hi), empty (lo == hi) when there are none. `off` is
+// a kernel tap's offset, k * dilation - pad_begin.
+inline void taps_inside(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : std::min(out, (-off + stride - 1) / stride);
+  hi = in - off <= 0 ? 0 : std::min(out, (in - off + stride - 1) / stride);
+  hi = std::max(hi, lo);
+}
+
+// im2col for the output rows [r0, r1), rows numbered od * out[1] + oh:
+// col[(c*K + kk) * n + (r - r0) * out[2] + ow] for `channels` channels of one
+// image (K = kernel size, n = (r1 - r0) * out[2]): the input patch under
+// every such output position, with zeros for padding. Each output row is a
+// zero run, a copy (contiguous for stride 1) and a zero run, split where the
+// kernel column leaves the input.
 template <typename T>
-void im2col(const T* x, int64_t channels, const Window& w, T* col) {
-  const int64_t P = w.out_size();
+void im2col_rows(const T* x, int64_t channels, const Window& w, int64_t r0, int64_t r1, T* col) {
+  const int64_t OW = w.out[2], n = (r1 - r0) * OW;
   T* dst = col;
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = x + c * w.in_size();
     for (int64_t kd = 0; kd < w.k[0]; ++kd)
       for (int64_t kh = 0; kh < w.k[1]; ++kh)
         for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-          for (int64_t od = 0; od < w.out[0]; ++od) {
+          const int64_t off = kw * w.d[2] - w.pb[2];
+          int64_t lo, hi;
+          taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t od = r / w.out[1], oh = r % w.out[1];
             const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-            for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-              const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-              T* row = dst + (od * w.out[1] + oh) * w.out[2];
-              if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-                std::fill(row, row + w.out[2], T{});
-                continue;
-              }
-              const T* src = xc + (id * w.in[1] + ih) * w.in[2];
-              for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-                const int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
-                row[ow] = (iw >= 0 && iw < w.in[2]) ? src[iw] : T{};
-              }
+            const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+            T* row = dst + (r - r0) * OW;
+            if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
+              std::fill(row, row + OW, T{});
+              continue;
             }
+            const T* src = xc + (id * w.in[1] + ih) * w.in[2];
+            std::fill(row, row + lo, T{});
+            if (w.s[2] == 1 && hi > lo)
+              std::copy(src + (lo + off), src + (hi + off), row + lo);
+            else if (w.s[2] != 1)
+              for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * w.s[2] + off];
+            std::fill(row + hi, row + OW, T{});
           }
-          dst += P;
+          dst += n;
         }
   }
+}
+
+// col[(c*K + kk) * P + p] for all P output positions: im2col_rows over every row.
+template <typename T>
+void im2col(const T* x, int64_t channels, const Window& w, T* col) {
+  im2col_rows(x, channels, w, 0, w.out[0] * w.out[1], col);
 }
 
 // True when im2col would be the identity (1x1 kernel, stride 1, no padding).
@@ -94,7 +117,9 @@ inline bool is_pointwise(const Window& w) {
 template <typename T, typename Gemm>
 void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm) {
   const bool pointwise = is_pointwise(cs.w);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * cs.P));
+  // Left uninitialised (im2col writes every element): zeroing it would be a
+  // pass over a buffer that can be many times the output's size.
+  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * cs.P)]);
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t g = 0; g < cs.group; ++g) {
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
@@ -104,8 +129,8 @@ void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm)
         continue;
       }
       const T* xg = x + (n * cs.C + g * cs.Cg) * cs.w.in_size();
-      if (!pointwise) im2col(xg, cs.Cg, cs.w, col.data());
-      gemm(cs.Mg, cs.P, cs.K, wt + g * cs.Mg * cs.K, pointwise ? xg : col.data(), yg);
+      if (!pointwise) im2col(xg, cs.Cg, cs.w, col.get());
+      gemm(cs.Mg, cs.P, cs.K, wt + g * cs.Mg * cs.K, pointwise ? xg : col.get(), yg);
     }
 }
 
