@@ -15,30 +15,18 @@
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
 namespace {
 
-// Row-major C[m,n] += A[m,k] * B[k,n], with B's and C's row strides. A
-// single column (the 1x1 convs on 1x1 maps of squeeze-excitation blocks) is a
-// gemv, which skips gemm's packing and blocking.
-void gemm_acc(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (n == 1)
-    return cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(k), 1.0f, a,
-                       static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0f, c, static_cast<blasint>(ldc));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0f, c,
-              static_cast<blasint>(ldc));
-}
-void gemm_acc(int64_t m, int64_t n, int64_t k, const double* a, const double* b, int64_t ldb, double* c,
-              int64_t ldc) {
-  if (n == 1)
-    return cblas_dgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(k), 1.0, a,
-                       static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0, c, static_cast<blasint>(ldc));
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(ldb), 1.0, c,
-              static_cast<blasint>(ldc));
+// Row-major C[m,n] += A[m,k] * B[k,n], with B's and C's row strides (a
+// single column, the 1x1 convs on 1x1 maps of squeeze-excitation blocks,
+// is a gemv: blas_gemm).
+template <typename T>
+void gemm_acc(int64_t m, int64_t n, int64_t k, const T* a, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  blas_gemm(false, false, m, n, k, T(1), a, k, b, ldb, T(1), c, ldc);
 }
 
 // 16 bytes of T as a GCC/Clang vector type: the compiler lowers its

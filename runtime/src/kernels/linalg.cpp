@@ -96,10 +96,7 @@ std::unique_ptr<Kernel> make_gemm(const Node& node) {
       ctx.outputs[0] = std::move(out);
       return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a.data<float>(),
-                static_cast<blasint>(a.dim(1)), b.data<float>(), static_cast<blasint>(b.dim(1)), gemm_beta, y,
-                static_cast<blasint>(n));
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), gemm_beta, y, n);
     ctx.outputs[0] = std::move(out);
   });
 }

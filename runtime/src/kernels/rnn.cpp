@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/common.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
@@ -100,13 +101,7 @@ void gemm_abt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T*
   constexpr int64_t kMax = std::numeric_limits<blasint>::max();
   if (m > kMax || n > kMax || lda > kMax || ldb > kMax || ldc > kMax)
     fail("recurrent GEMM dimensions exceed the BLAS integer range");
-  const auto bi = [](int64_t v) { return static_cast<blasint>(v); };
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bi(m), bi(n), bi(k), 1.0f, a, bi(lda), b, bi(ldb), 0.0f, c,
-                bi(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bi(m), bi(n), bi(k), 1.0, a, bi(lda), b, bi(ldb), 0.0, c,
-                bi(ldc));
+  blas_gemm(false, true, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc);  // batch 1: a gemv
 }
 
 struct Config {
