@@ -7,6 +7,8 @@
 
 namespace epprof::rt::kernels {
 
+// One exp per element, in T (expf for float: within an ulp), kept in y and
+// summed in double; then a division (softmax) or a shift (log-softmax).
 template <typename T>
 void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   if (n <= 0) return;
@@ -18,12 +20,17 @@ void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bo
       T mx = xr[0];
       for (int64_t k = 1; k < n; ++k) mx = std::max(mx, xr[k * inner]);
       double sum = 0.0;
-      for (int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(xr[k * inner] - mx));
+      for (int64_t k = 0; k < n; ++k) {
+        const T e = std::exp(xr[k * inner] - mx);
+        if (!log) yr[k * inner] = e;
+        sum += static_cast<double>(e);
+      }
       if (log) {
-        const T shift = static_cast<T>(mx + std::log(sum));
+        const T shift = static_cast<T>(static_cast<double>(mx) + std::log(sum));
         for (int64_t k = 0; k < n; ++k) yr[k * inner] = xr[k * inner] - shift;
       } else {
-        for (int64_t k = 0; k < n; ++k) yr[k * inner] = static_cast<T>(std::exp(static_cast<double>(xr[k * inner] - mx)) / sum);
+        const T total = static_cast<T>(sum);
+        for (int64_t k = 0; k < n; ++k) yr[k * inner] /= total;
       }
     }
 }

@@ -1,4 +1,5 @@
 // Unary math and activation functions, Clip and (inference) Dropout.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -144,7 +145,12 @@ std::unique_ptr<Kernel> make_relu(const Node& n) {
 }
 std::unique_ptr<Kernel> make_leaky_relu(const Node& node) {
   const float alpha = node.attr_float("alpha", 0.01f);
-  return unary_float(node, [alpha](auto x) { return x >= 0 ? x : x * static_cast<decltype(x)>(alpha); });
+  // Branch-free, so that it vectorises (a select of x and x * alpha did not):
+  // the same values, NaN included (for a finite alpha).
+  return unary_float(node, [alpha](auto x) {
+    using C = decltype(x);
+    return std::max(x, C(0)) + static_cast<C>(alpha) * std::min(x, C(0));
+  });
 }
 std::unique_ptr<Kernel> make_thresholded_relu(const Node& node) {
   const float alpha = node.attr_float("alpha", 1.0f);
@@ -155,13 +161,15 @@ std::unique_ptr<Kernel> make_hard_sigmoid(const Node& node) {
   const float beta = node.attr_float("beta", 0.5f);
   return unary_float(node, [alpha, beta](auto x) {
     using T = decltype(x);
-    return std::fmax(T(0), std::fmin(T(1), static_cast<T>(alpha) * x + static_cast<T>(beta)));
+    // std::max/min with the constant first give fmax/fmin's result (NaN -> 1)
+    // and vectorise; fmax/fmin are calls.
+    return std::max(T(0), std::min(T(1), static_cast<T>(alpha) * x + static_cast<T>(beta)));
   });
 }
 std::unique_ptr<Kernel> make_hard_swish(const Node& n) {
   return unary_float(n, [](auto x) {
     using T = decltype(x);
-    return x * std::fmax(T(0), std::fmin(T(1), x / T(6) + T(0.5)));
+    return x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5)));  // as in HardSigmoid
   });
 }
 std::unique_ptr<Kernel> make_elu(const Node& node) {
