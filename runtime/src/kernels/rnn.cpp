@@ -16,6 +16,7 @@
 
 #include "kernels/common.h"
 #include "kernels/matmul_util.h"
+#include "kernels/vector_math.h"
 
 namespace epprof::rt::kernels {
 
@@ -65,7 +66,13 @@ void activate(const Activation& act, T* x, int64_t n) {
   switch (act.kind) {
     case ActKind::Relu: for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], zero); break;
     case ActKind::Tanh: for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]); break;
-    case ActKind::Sigmoid: for (int64_t i = 0; i < n; ++i) x[i] = one / (one + std::exp(-x[i])); break;
+    case ActKind::Sigmoid:
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_f32(x[i]);  // vectorised (vector_math.h)
+      } else {
+        for (int64_t i = 0; i < n; ++i) x[i] = one / (one + std::exp(-x[i]));
+      }
+      break;
     case ActKind::Affine: for (int64_t i = 0; i < n; ++i) x[i] = a * x[i] + b; break;
     case ActKind::LeakyRelu: for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= zero ? x[i] : a * x[i]; break;
     case ActKind::ThresholdedRelu: for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= a ? x[i] : zero; break;

@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+
+#include "kernels/vector_math.h"
 
 namespace epprof::rt::kernels {
 
-// One exp per element, in T (expf for float: within an ulp), kept in y and
-// summed in double; then a division (softmax) or a shift (log-softmax).
+// One exp per element, in T (exp_f32 for float: within an ulp, vectorised),
+// kept in y and summed in double; then a division (softmax) or a shift
+// (log-softmax).
 template <typename T>
 void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   if (n <= 0) return;
@@ -19,12 +23,13 @@ void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bo
       // Shift by the maximum so that exp cannot overflow.
       T mx = xr[0];
       for (int64_t k = 1; k < n; ++k) mx = std::max(mx, xr[k * inner]);
-      double sum = 0.0;
+      T* e = yr;  // the exps, in y: overwritten by the results below
       for (int64_t k = 0; k < n; ++k) {
-        const T e = std::exp(xr[k * inner] - mx);
-        if (!log) yr[k * inner] = e;
-        sum += static_cast<double>(e);
+        if constexpr (std::is_same_v<T, float>) e[k * inner] = exp_f32(xr[k * inner] - mx);
+        else e[k * inner] = std::exp(xr[k * inner] - mx);
       }
+      double sum = 0.0;
+      for (int64_t k = 0; k < n; ++k) sum += static_cast<double>(e[k * inner]);
       if (log) {
         const T shift = static_cast<T>(static_cast<double>(mx) + std::log(sum));
         for (int64_t k = 0; k < n; ++k) yr[k * inner] = xr[k * inner] - shift;
