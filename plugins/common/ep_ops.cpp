@@ -70,8 +70,13 @@ bool parse_window(const epprof_ep_node& n, Op op, int32_t rank, WindowAttrs* w) 
   w->dilations = attr_ints(n, "dilations");
   const bool conv = op == Op::Conv;
   if (!conv && w->kernel_shape.size() != spatial) return false;  // required for the pools
+  // Values beyond kMaxWindow (no real model's) are left to the CPU EP, so
+  // that the geometry's products cannot overflow here.
+  constexpr int64_t kMaxWindow = int64_t(1) << 24;
   auto fits = [](const std::vector<int64_t>& v, size_t len, int64_t min) {
-    return v.empty() || (v.size() == len && std::all_of(v.begin(), v.end(), [min](int64_t x) { return x >= min; }));
+    return v.empty() || (v.size() == len && std::all_of(v.begin(), v.end(), [min](int64_t x) {
+                           return x >= min && x <= kMaxWindow;
+                         }));
   };
   if (!fits(w->kernel_shape, spatial, 1) || !fits(w->strides, spatial, 1) || !fits(w->dilations, spatial, 1) ||
       !fits(w->pads, 2 * spatial, 0))
@@ -390,6 +395,7 @@ ComputeResult gemm_dims(const OpKernel& k, const epprof_ep_tensor* in, size_t nu
 }
 
 ComputeResult resize_plan(const OpKernel& k, const epprof_ep_tensor* in, size_t num_inputs, ResizePlan* out) {
+  constexpr int64_t kMaxResizeDim = int64_t(1) << 31;  // tap tables and float index math stay exact
   const Shape x = shape_of(in[0]);
   const size_t rank = x.size();
   if (rank < 2) return failed(Kind::Unsupported, k.node + ": Resize needs rank >= 2 on the device");
@@ -411,10 +417,14 @@ ComputeResult resize_plan(const OpKernel& k, const epprof_ep_tensor* in, size_t 
       std::memcpy(&f, static_cast<const char*>(given.data) + d * elem, sizeof f);
       if (!(f > 0.0f) || !std::isfinite(f)) return failed(Kind::Failed, k.node + ": scales must be positive and finite");
       scale[d] = f;
-      o[d] = static_cast<int64_t>(std::floor(static_cast<double>(x[d]) * f));
+      const double out_dim = std::floor(static_cast<double>(x[d]) * f);
+      if (out_dim > kMaxResizeDim)
+        return failed(Kind::Failed, k.node + ": scales give an output dim of " + std::to_string(out_dim));
+      o[d] = static_cast<int64_t>(out_dim);
     } else {
       std::memcpy(&o[d], static_cast<const char*>(given.data) + d * elem, sizeof o[d]);
-      if (o[d] < 0) return failed(Kind::Failed, k.node + ": sizes must not be negative");
+      if (o[d] < 0 || o[d] > kMaxResizeDim)
+        return failed(Kind::Failed, k.node + ": sizes must be in [0, 2^31], got " + std::to_string(o[d]));
       scale[d] = x[d] ? static_cast<double>(o[d]) / static_cast<double>(x[d]) : 1.0;
     }
   }

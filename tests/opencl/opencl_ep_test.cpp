@@ -51,6 +51,25 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpenClKernels, ::testing::ValuesIn(device_op_cases
 INSTANTIATE_TEST_SUITE_P(CnnOps, OpenClKernels, ::testing::ValuesIn(cnn_op_cases()),
                          [](const auto& p) { return p.param.label; });
 
+// Attributes no kernel is written for -- a 3-D window, dilations beyond
+// 2^24, an exclude_outside Resize -- leave the node to the next EP.
+TEST(OpenClClaims, WindowsBeyondTheKernelsReachGoToTheNextEp) {
+  REQUIRE_OPENCL(ep);
+  using Ints = std::vector<int64_t>;
+  const OpCase cases[] = {
+      OpCase("conv_3d", "Conv", {{1, 1, 4, 4, 4}, {1, 1, 2, 2, 2}}),
+      OpCase("conv_huge_dilation", "Conv", {{1, 1, 8, 8}, {1, 1, 2, 2}}).ints("dilations", Ints{1, int64_t(1) << 30}),
+      OpCase("maxpool_huge_stride", "MaxPool", {{1, 1, 8, 8}}).ints("kernel_shape", Ints{2, 2})
+          .ints("strides", Ints{int64_t(1) << 40, 1}),
+      OpCase("resize_exclude_outside", "Resize", {{1, 1, 4, 4}, {0}, {4}}, {}, {{"exclude_outside", 1}})
+          .constant(1, {}).constant(2, {1, 1, 2, 2}).str("mode", "linear"),
+  };
+  for (const OpCase& c : cases) {
+    Session s(Session::from_bytes(single_node_model(c), with({ep, make_cpu_execution_provider()})));
+    EXPECT_NE(s.provider_of(0), ep->name()) << c.label << " was claimed";
+  }
+}
+
 // ---- Bundled models ----
 
 class OpenClModels : public ::testing::TestWithParam<std::string> {};
