@@ -503,8 +503,10 @@ TEST(CountingContext, SoftwareGroupOnBusyLoop) {
     EXPECT_EQ(v[0].time_enabled_ns, v[0].time_running_ns) << "a software group is never multiplexed";
     EXPECT_GE(v[2].raw, kPages);
     // The thread cannot run longer than the wall time of the interval
-    // (duration_ns is taken inside the two reads; allow 50 us of slack).
-    EXPECT_LE(v[0].value, v[3].value + 50000.0);
+    // (duration_ns is taken inside the two reads). Slack: 50 us, and 5% for
+    // a guest kernel's task clock, which a fresh-clone CI run on a loaded VM
+    // saw run 2.7% ahead of the wall clock (1.993 ms in 1.941 ms).
+    EXPECT_LE(v[0].value, v[3].value * 1.05 + 50000.0);
     EXPECT_GT(v[3].value, 0.0);
     inner_sum += v[0].value;
   }
