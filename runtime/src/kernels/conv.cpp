@@ -31,8 +31,8 @@ void gemm_acc(int64_t m, int64_t n, int64_t k, const T* a, const T* b, int64_t l
 
 // 16 bytes of T as a GCC/Clang vector type: the compiler lowers its
 // arithmetic to the target's SIMD (SSE2 at the baseline x86-64 flags, so it
-// stays in a register), without the loop vectoriser, which -O2 runs only for
-// loops whose trip count is a multiple of the vector width.
+// stays in a register) whatever its loop vectoriser decides (the tap loops
+// below accumulate across taps, which it does not vectorise).
 template <typename T>
 struct Simd;
 template <>
@@ -44,8 +44,7 @@ struct Simd<double> {
   typedef double V __attribute__((vector_size(16)));
 };
 
-// p[0, n) = v, a vector at a time (std::fill of a non-zero value stays a
-// scalar loop at -O2).
+// p[0, n) = v, a vector at a time.
 template <typename T>
 void fill_value(T* p, int64_t n, T v) {
   using V = typename Simd<T>::V;
