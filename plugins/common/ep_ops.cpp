@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
+#include <utility>
 
 namespace epprof::ep_common {
 
@@ -57,6 +59,20 @@ std::vector<int64_t> attr_ints(const epprof_ep_node& n, const char* name) {
   return a && a->type == EPPROF_EP_ATTR_INTS && a->count > 0 ? std::vector<int64_t>(a->ints, a->ints + a->count)
                                                             : std::vector<int64_t>{};
 }
+const char* attr_string(const epprof_ep_node& n, const char* name, const char* fallback) {
+  const auto* a = find_attr(n, name);
+  return a && a->type == EPPROF_EP_ATTR_STRING && a->s ? a->s : fallback;
+}
+// A string attribute (`fallback` when absent) as one of `choices`' values
+// into *out; false when it names none of them.
+template <typename E>
+bool attr_choice(const epprof_ep_node& n, const char* name, const char* fallback,
+                 std::initializer_list<std::pair<const char*, E>> choices, E* out) {
+  const char* v = attr_string(n, name, fallback);
+  for (const auto& [text, value] : choices)
+    if (std::strcmp(v, text) == 0) return *out = value, true;
+  return false;
+}
 
 // Conv's and the pools' attributes, if the kernels run them for an input of
 // `rank` (-1: unknown). Anything else is left to the next EP, whose errors
@@ -82,13 +98,12 @@ bool parse_window(const epprof_ep_node& n, Op op, int32_t rank, WindowAttrs* w) 
       !fits(w->pads, 2 * spatial, 0))
     return false;
   if (op == Op::AveragePool && !w->dilations.empty()) return false;  // opset 19's
-  const auto* pad = find_attr(n, "auto_pad");
-  const std::string auto_pad = pad && pad->type == EPPROF_EP_ATTR_STRING && pad->s ? pad->s : "NOTSET";
-  if (auto_pad == "NOTSET" || auto_pad.empty()) w->auto_pad = WindowAttrs::AutoPad::NotSet;
-  else if (auto_pad == "SAME_UPPER") w->auto_pad = WindowAttrs::AutoPad::SameUpper;
-  else if (auto_pad == "SAME_LOWER") w->auto_pad = WindowAttrs::AutoPad::SameLower;
-  else if (auto_pad == "VALID") w->auto_pad = WindowAttrs::AutoPad::Valid;
-  else return false;
+  using P = WindowAttrs::AutoPad;
+  if (!attr_choice(n, "auto_pad", "NOTSET",
+                   {{"NOTSET", P::NotSet}, {"", P::NotSet}, {"SAME_UPPER", P::SameUpper}, {"SAME_LOWER", P::SameLower},
+                    {"VALID", P::Valid}},
+                   &w->auto_pad))
+    return false;
   w->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
   w->count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
   w->group = attr_int(n, "group", 1);
@@ -100,32 +115,21 @@ bool parse_window(const epprof_ep_node& n, Op op, int32_t rank, WindowAttrs* w) 
   return true;
 }
 
-const char* attr_string(const epprof_ep_node& n, const char* name, const char* fallback) {
-  const auto* a = find_attr(n, name);
-  return a && a->type == EPPROF_EP_ATTR_STRING && a->s ? a->s : fallback;
-}
-
 // Resize's modes, if the kernels implement them (nearest and linear, the
 // usual coordinate transforms, no exclude_outside).
 bool parse_resize(const epprof_ep_node& n, ResizeAttrs* r) {
-  const std::string mode = attr_string(n, "mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return false;
-  r->linear = mode == "linear";
   using C = ResizeAttrs::Coord;
-  const std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  if (coord == "half_pixel") r->coord = C::HalfPixel;
-  else if (coord == "pytorch_half_pixel") r->coord = C::PytorchHalfPixel;
-  else if (coord == "align_corners") r->coord = C::AlignCorners;
-  else if (coord == "asymmetric") r->coord = C::Asymmetric;
-  else return false;
   using N = ResizeAttrs::Nearest;
-  const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor") r->nearest = N::RoundPreferFloor;
-  else if (nearest == "round_prefer_ceil") r->nearest = N::RoundPreferCeil;
-  else if (nearest == "floor") r->nearest = N::Floor;
-  else if (nearest == "ceil") r->nearest = N::Ceil;
-  else return false;
-  return attr_int(n, "exclude_outside", 0) == 0;
+  return attr_choice(n, "mode", "nearest", {{"nearest", false}, {"linear", true}}, &r->linear) &&
+         attr_choice(n, "coordinate_transformation_mode", "half_pixel",
+                     {{"half_pixel", C::HalfPixel}, {"pytorch_half_pixel", C::PytorchHalfPixel},
+                      {"align_corners", C::AlignCorners}, {"asymmetric", C::Asymmetric}},
+                     &r->coord) &&
+         attr_choice(n, "nearest_mode", "round_prefer_floor",
+                     {{"round_prefer_floor", N::RoundPreferFloor}, {"round_prefer_ceil", N::RoundPreferCeil},
+                      {"floor", N::Floor}, {"ceil", N::Ceil}},
+                     &r->nearest) &&
+         attr_int(n, "exclude_outside", 0) == 0;
 }
 
 // One axis's taps, as ONNX's reference computes them: the output
