@@ -96,38 +96,17 @@ inline std::string single_node_model(const OpCase& c) {
       add_io(m, true, names.back(), c.inputs[i]);
       continue;
     }
-    onnx::TensorProto* t = m.mutable_graph()->add_initializer();
-    t->set_name(names.back());
-    for (int64_t d : c.inputs[i]) t->add_dims(d);
-    t->set_data_type(k->second.second ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
-    for (double v : k->second.first)
-      k->second.second ? t->add_int64_data(static_cast<int64_t>(v)) : t->add_float_data(static_cast<float>(v));
+    const std::vector<double>& v = k->second.first;
+    if (k->second.second)
+      add_int64_init(m, names.back(), c.inputs[i], std::vector<int64_t>(v.begin(), v.end()));
+    else
+      add_float_init(m, names.back(), c.inputs[i], std::vector<float>(v.begin(), v.end()));
   }
   auto* n = add_node(m, c.op, "node", names, {"y"});
-  for (const auto& [k, v] : c.float_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  for (const auto& [k, v] : c.int_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  for (const auto& [k, v] : c.ints_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-  }
-  for (const auto& [k, v] : c.string_attrs) {
-    auto* a = n->add_attribute();
-    a->set_name(k);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(v);
-  }
+  for (const auto& [k, v] : c.float_attrs) set_float(n, k, v);
+  for (const auto& [k, v] : c.int_attrs) set_int(n, k, v);
+  for (const auto& [k, v] : c.ints_attrs) set_ints(n, k, v);
+  for (const auto& [k, v] : c.string_attrs) set_string(n, k, v);
   auto* out = m.mutable_graph()->add_output();  // shape left to inference
   out->set_name("y");
   out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);

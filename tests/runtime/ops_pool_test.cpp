@@ -32,23 +32,11 @@ std::string max_pool_model(const PoolCase& c, bool indices) {
   std::vector<std::string> outs = {"y"};
   if (indices) outs.push_back("i");
   auto* n = add_node(m, "MaxPool", "pool", {"x"}, outs);
-  auto ints = [&](const char* name, const std::vector<int64_t>& v) {
-    if (v.empty()) return;
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-  };
-  ints("kernel_shape", c.kernel);
-  ints("strides", c.strides);
-  ints("pads", c.pads);
-  ints("dilations", c.dilations);
-  if (c.ceil_mode) {
-    auto* a = n->add_attribute();
-    a->set_name("ceil_mode");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(1);
-  }
+  set_ints(n, "kernel_shape", c.kernel);
+  if (!c.strides.empty()) set_ints(n, "strides", c.strides);
+  if (!c.pads.empty()) set_ints(n, "pads", c.pads);
+  if (!c.dilations.empty()) set_ints(n, "dilations", c.dilations);
+  if (c.ceil_mode) set_int(n, "ceil_mode", 1);
   for (size_t k = 0; k < outs.size(); ++k) {
     auto* o = m.mutable_graph()->add_output();  // shapes left to inference
     o->set_name(outs[k]);

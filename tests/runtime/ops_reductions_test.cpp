@@ -15,15 +15,6 @@ using namespace epprof::rt::testing;
 
 namespace {
 
-void add_int64_init(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
-                    const std::vector<int64_t>& values) {
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::INT64);
-  for (int64_t d : dims) t->add_dims(d);
-  for (int64_t v : values) t->add_int64_data(v);
-}
-
 // A one-node model: inputs x0..xn-1 of the given shapes/types, one output y.
 struct OneNode {
   onnx::ModelProto m;

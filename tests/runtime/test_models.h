@@ -46,6 +46,16 @@ inline onnx::TensorProto* add_float_init(onnx::ModelProto& m, const std::string&
   return t;
 }
 
+inline onnx::TensorProto* add_int64_init(onnx::ModelProto& m, const std::string& name,
+                                         const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+  return t;
+}
+
 // Attributes on a node (add_node's result).
 inline onnx::AttributeProto* add_attr(onnx::NodeProto* n, const std::string& key,
                                       onnx::AttributeProto::AttributeType type) {
