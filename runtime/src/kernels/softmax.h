@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/vector_math.h"
 
@@ -24,10 +23,7 @@ void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bo
       T mx = xr[0];
       for (int64_t k = 1; k < n; ++k) mx = std::max(mx, xr[k * inner]);
       T* e = yr;  // the exps, in y: overwritten by the results below
-      for (int64_t k = 0; k < n; ++k) {
-        if constexpr (std::is_same_v<T, float>) e[k * inner] = exp_f32(xr[k * inner] - mx);
-        else e[k * inner] = std::exp(xr[k * inner] - mx);
-      }
+      for (int64_t k = 0; k < n; ++k) e[k * inner] = exp_of(xr[k * inner] - mx);
       double sum = 0.0;
       for (int64_t k = 0; k < n; ++k) sum += static_cast<double>(e[k * inner]);
       if (log) {

@@ -40,6 +40,10 @@ inline float exp_f32(float x) {
   return nan ? x : over ? std::numeric_limits<float>::infinity() : under ? 0.0f : y;
 }
 
+// e^x in the kernels' compute types: exp_f32 for float, libm for double.
+inline float exp_of(float x) { return exp_f32(x); }
+inline double exp_of(double x) { return std::exp(x); }
+
 // 1 / (1 + e^-x), stable in both directions: e = e^-|x|, then 1 / (1 + e)
 // for x >= 0 and e / (1 + e) below.
 inline float sigmoid_f32(float x) {
