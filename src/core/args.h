@@ -68,4 +68,16 @@ inline void encode_lone_set(Record* slot, uint32_t id) noexcept {
   std::memcpy(slot, words, sizeof words);
 }
 
+// The payload of an event whose one arg is the INT64 {key, value} (what
+// encode_args writes for it), in one slot.
+inline void encode_lone_int(Record* slot, uint32_t key, int64_t value) noexcept {
+  unsigned char bytes[kSlotBytes] = {};
+  const uint32_t count = 1;
+  std::memcpy(bytes, &count, 4);
+  std::memcpy(bytes + 4, &key, 4);
+  bytes[8] = uint8_t(StoredArg::kInt64);
+  std::memcpy(bytes + 12, &value, 8);
+  std::memcpy(slot, bytes, sizeof bytes);
+}
+
 }  // namespace epprof::core

@@ -14,6 +14,7 @@
 #include "abi/event.h"
 #include "abi/plugin.h"
 #include "core/args.h"
+#include "core/intern.h"
 #include "core/clock.h"
 #include "core/recorder.h"
 #include "epprof/profiler.h"
@@ -127,16 +128,23 @@ class Profiler {
     s.push(OpenEvent{now_ticks(true), id, name, category});
     return true;
   }
+  // An end whose one arg is an INT64 (a run's id, say) takes it too.
   [[gnu::always_inline]] static bool try_end(ThreadStream& s, uint64_t id, const epprof_arg* args,
                                              size_t num_args) noexcept {
     const uint64_t t = now_ticks(true);
-    const uint32_t set = lone_set(args, num_args);
-    const uint32_t slots = set ? 2 : 1;
-    if (__builtin_expect(!s.top_live || s.top.correlation_id != id || (num_args && (!set || set > s.known_sets)) ||
-                             s.used + slots > kChunkSlots,
+    if (__builtin_expect(!s.top_live || s.top.correlation_id != id || num_args > 1 ||
+                             s.used + 1 + uint32_t(num_args) > kChunkSlots,
                          0))
       return false;
-    emit(Recorder::reserve_in_chunk(s, slots), s.top, t, set);
+    if (num_args == 0) {
+      emit(Recorder::reserve_in_chunk(s, 1), s.top, t, 0);
+    } else if (const uint32_t set = lone_set(args, num_args); set && set <= s.known_sets) {
+      emit(Recorder::reserve_in_chunk(s, 2), s.top, t, set);
+    } else if (args[0].type == EPPROF_ARG_INT64 && is_interned(args[0].key)) {
+      emit_int(Recorder::reserve_in_chunk(s, 2), s.top, t, args[0]);
+    } else {
+      return false;
+    }
     s.pop();
     return true;
   }
@@ -176,6 +184,12 @@ class Profiler {
   static void emit(Record* r, const OpenEvent& o, uint64_t t, uint32_t set) noexcept {
     *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, 0, uint16_t(set ? 1 : 0)};
     if (set) encode_lone_set(r + 1, set);
+  }
+  // Writes the record of `o` ending at `t` at `r`, with the one INT64 arg
+  // `a` (its key interned) in the slot after it.
+  static void emit_int(Record* r, const OpenEvent& o, uint64_t t, const epprof_arg& a) noexcept {
+    *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, 0, 1};
+    encode_lone_int(r + 1, a.key, a.value.i64);
   }
   // Whether `set` is an arg set id, checked against the stream's copy of
   // the published count first (its line is read anyway).

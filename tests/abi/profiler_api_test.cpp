@@ -191,7 +191,10 @@ TEST_F(ProfilerApi, EventsAcrossManyChunksAreAllKept) {
       EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, node, id));
       EPPROF_ASSERT_OK(epprof_event_end(p_, id, &set, 1));
     }
-    EPPROF_ASSERT_OK(epprof_event_end(p_, outer, nullptr, 0));
+    // A lone INT64 arg, as a runtime ends a run with its id; the extremes too.
+    epprof_arg run_id{name_id("run_id"), EPPROF_ARG_INT64, {}};
+    run_id.value.i64 = r == 0 ? INT64_MIN : r == 1 ? INT64_MAX : -r;
+    EPPROF_ASSERT_OK(epprof_event_end(p_, outer, &run_id, 1));
   }
   epprof_trace_stats stats{};
   stats.size = sizeof stats;
@@ -201,6 +204,8 @@ TEST_F(ProfilerApi, EventsAcrossManyChunksAreAllKept) {
   const TraceEvent* parent = nullptr;
   for (const auto& e : events) {
     if (e.name == "run") {
+      const int64_t want = runs == 0 ? INT64_MIN : runs == 1 ? INT64_MAX : -runs;
+      EXPECT_EQ(e.arg("run_id"), std::to_string(want)) << "run " << runs;
       ++runs;
       parent = &e;
     } else if (e.name == "node_kernel_time") {

@@ -38,6 +38,29 @@ TEST(Args, LoneSetSlotMatchesTheGeneralEncoding) {
   EXPECT_FALSE(it.next(v));
 }
 
+TEST(Args, LoneIntSlotMatchesTheGeneralEncoding) {
+  for (const int64_t value : {int64_t(0), int64_t(-1), INT64_MIN, INT64_MAX, int64_t(0x0123456789abcdef)}) {
+    epprof_arg lone{intern("run_id"), EPPROF_ARG_INT64, {}};
+    lone.value.i64 = value;
+    ArgPlan plan;
+    ASSERT_EQ(plan_args("test", &lone, 1, /*sets_allowed=*/true, plan), nullptr);
+    ASSERT_EQ(slots_for_bytes(plan.bytes), 1u);
+    Record general[2] = {}, fast[2] = {};
+    general[0].arg_slots = fast[0].arg_slots = 1;
+    encode_args(reinterpret_cast<unsigned char*>(general + 1), &lone, 1, plan);
+    encode_lone_int(fast + 1, lone.key, value);
+    EXPECT_EQ(std::memcmp(general + 1, fast + 1, kSlotBytes), 0) << value;
+
+    ArgIterator it(fast);
+    ArgView v;
+    ASSERT_TRUE(it.next(v));
+    EXPECT_EQ(v.key, intern("run_id"));
+    EXPECT_TRUE(v.is_int);
+    EXPECT_EQ(v.i64, value);
+    EXPECT_FALSE(it.next(v));
+  }
+}
+
 TEST(Args, SetIdsArePublishedInOrder) {
   EXPECT_FALSE(is_arg_set(0));
   epprof_arg a{intern("n"), EPPROF_ARG_INT64, {}};
