@@ -91,7 +91,7 @@ class SequentialExecutor final : public Executor {
                const RunContext& run) override {
     Releaser rel(plan);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      run_node(plan.nodes[i], run.first_node_id ? run.first_node_id + i : 0, values, obs, run);
+      run_node(plan, i, values, obs, run);
       rel.after_node(plan, plan.nodes[i], values);
     }
   }
@@ -142,7 +142,7 @@ class ParallelExecutor final : public Executor {
     const NodePlan& np = st->plan.nodes[i];
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
-        run_node(np, st->run.first_node_id ? st->run.first_node_id + i : 0, st->values, st->obs, st->run);
+        run_node(st->plan, i, st->values, st->obs, st->run);
       } catch (...) {
         std::lock_guard<std::mutex> lock(st->mu);
         if (!st->error) st->error = std::current_exception();
@@ -187,11 +187,12 @@ class NodeSubgraphs final : public SubgraphRunner {
     // only: each execution of a subgraph takes a block for its nodes.
     if (obs_.count) {
       run.shape_epoch = subgraph_epoch(*sp, values);
+      run.epochs = sp->epochs.get();
       if (!plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(plan.nodes.size());
     }
     Releaser rel(plan);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      run_node(plan.nodes[i], run.first_node_id ? run.first_node_id + i : 0, values, obs_, run);
+      run_node(plan, i, values, obs_, run);
       rel.after_node(plan, plan.nodes[i], values);
     }
     std::vector<Tensor> outputs;
@@ -215,8 +216,9 @@ class NodeSubgraphs final : public SubgraphRunner {
 
 }  // namespace
 
-void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& values, const Observers& obs,
+void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run) {
+  const NodePlan& np = plan.nodes[position];
   const Node& node = *np.node;
   KernelContext ctx;
   ctx.inputs.resize(np.in_slots.size(), nullptr);
@@ -225,7 +227,12 @@ void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& 
   ctx.outputs.resize(np.out_slots.size());
   std::optional<NodeSubgraphs> subgraphs;
   if (__builtin_expect(!np.subgraphs.empty(), 0)) ctx.subgraphs = &subgraphs.emplace(np, values, obs, run);
-  const NodeInfo info{node, *np.provider, run.run_id, correlation_id, run.shape_epoch, np.node_index};
+  const NodeInfo info{node,
+                      *np.provider,
+                      run.run_id,
+                      run.first_node_id ? run.first_node_id + position : 0,
+                      run.shape_epoch ? run.epochs->node_epoch(run.shape_epoch, position) : 0,
+                      np.node_index};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   try {
     np.kernel->compute(ctx);
@@ -242,8 +249,9 @@ void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& 
   }
   for (size_t o = 0; o < np.out_slots.size(); ++o)
     if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
-  for (int k = 0; k < obs.count; ++k)
-    if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, *obs.list[k], info, n);
+  if (__builtin_expect(obs.replays, 0))
+    for (int k = 0; k < obs.count; ++k)
+      if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, *obs.list[k], info, n);
 }
 
 std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }

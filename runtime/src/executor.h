@@ -60,6 +60,9 @@ struct ExecPlan {
 struct RunContext {
   uint64_t run_id = 0;
   uint64_t shape_epoch = 0;
+  // The plan's epochs, which say which nodes the run's epoch covers; set
+  // when shape_epoch is.
+  const ShapeEpochs* epochs = nullptr;
   // The correlation id of plan.nodes[i]'s execution is first_node_id + i
   // (ids reserved for the run in one call); 0 without observers.
   uint64_t first_node_id = 0;
@@ -69,7 +72,12 @@ struct RunContext {
 struct Observers {
   RunObserver* list[2] = {nullptr, nullptr};
   int count = 0;
-  void add(RunObserver* o) { if (o) list[count++] = o; }
+  bool replays = false;  // some observer may ask for kernel replays
+  void add(RunObserver* o) {
+    if (!o) return;
+    list[count++] = o;
+    replays = replays || o->may_replay_kernels();
+  }
 };
 
 class Executor {
@@ -88,10 +96,10 @@ class Executor {
 std::unique_ptr<Executor> make_sequential_executor();
 std::unique_ptr<Executor> make_parallel_executor(int threads);
 
-// Runs one node: gathers inputs, computes, stores outputs, calls the observers
-// with `correlation_id` (0 without observers). Errors are rethrown as Error
-// naming the node.
-void run_node(const NodePlan& np, uint64_t correlation_id, std::vector<Tensor>& values, const Observers& obs,
+// Runs plan.nodes[position]: gathers inputs, computes, stores outputs, and
+// calls the observers with the execution's correlation id and shape epoch.
+// Errors are rethrown as Error naming the node.
+void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run);
 
 }  // namespace epprof::rt::detail

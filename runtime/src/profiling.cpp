@@ -473,7 +473,10 @@ void ProfilingObserver::collect(size_t position, epprof_name_id event, epprof_ar
   bool in_block;
   const size_t position = held_position(info, &in_block);
   if (position != kNotHeld && in_block) {
-    report(epprof_event_block_end(&block_, position));
+    if (__builtin_expect(info.shape_epoch != 0, 1))
+      report(epprof_event_block_end(&block_, position));
+    else
+      block_end_outside_epoch(info, io, position);
     return;
   }
   const NodeState n = node_state(info.node_index);
@@ -501,6 +504,22 @@ void ProfilingObserver::node_end_slow(const NodeInfo& info, const NodeIo& io, co
   }
   const auto args = NodeCache::event_args(n.cold.names_for(n.hot, info), info.node, shapes);
   report(epprof_event_end(profiler_, info.correlation_id, args.data(), args.size()));
+}
+
+// A node outside the run's shape epoch (downstream of an If on a computed
+// condition, say) may have other shapes than when its block description was
+// collected: it ends with the args of its own shapes.
+void ProfilingObserver::block_end_outside_epoch(const NodeInfo& info, const NodeIo& io, size_t position) {
+  const NodeState n = node_state(info.node_index);
+  const NodeCache::Shapes& shapes = n.cold.shapes_for(n.hot, info, io);
+  if (shapes.args) {
+    epprof_arg set{0, EPPROF_ARG_SET, {}};
+    set.value.set = shapes.args;
+    report(epprof_event_block_end_with_args(&block_, position, &set, 1));
+    return;
+  }
+  const auto args = NodeCache::event_args(n.cold.names_for(n.hot, info), info.node, shapes);
+  report(epprof_event_block_end_with_args(&block_, position, args.data(), args.size()));
 }
 
 void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {

@@ -410,6 +410,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   run.run_id = impl_->next_run_id.fetch_add(1);
   if (obs.count) {
     run.shape_epoch = s.shape_epochs->epoch_for(values, s.plan.input_slots);
+    run.epochs = s.shape_epochs.get();
     if (!s.plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(s.plan.nodes.size());
   }
   const uint64_t run_id = run.run_id;

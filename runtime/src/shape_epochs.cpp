@@ -1,5 +1,6 @@
 #include "shape_epochs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string_view>
 
@@ -62,52 +63,81 @@ const ValueInputs* value_inputs(const std::string& op) {
 
 std::atomic<uint64_t> g_next_epoch{1};
 
-// Whether the shapes of every value in `plan` follow from what `fixed`
-// holds on entry (per slot: its contents are fixed once the key is:
-// constants, the key's inputs, and for a subgraph the enclosing scope's
-// fixed values), and the graph inputs' shapes. On return `fixed` also holds
-// what the plan computes from fixed values only (and Shape/Size outputs).
-bool shapes_follow(const ExecPlan& plan, std::vector<bool>& fixed) {
-  for (const NodePlan& np : plan.nodes) {  // topological order
+// What the analysis knows of each value slot of a plan.
+struct Slots {
+  std::vector<bool> fixed;   // its contents are fixed once the key is
+  std::vector<bool> varies;  // its shape is not a function of the key
+};
+
+// Walks `plan` in topological order from what `slots` holds on entry
+// (constants, the key's inputs, and for a subgraph the enclosing scope's
+// values), marks in `node_varies` the nodes whose input or output shapes do
+// not follow from the key (a node of an unknown op, an op that takes a
+// shape from a value that is not fixed, a Loop or Scan, an If on a
+// condition that is not fixed, and every node downstream of one), and
+// returns how many. On return `slots` also describes what the plan computes.
+size_t mark_varying(const ExecPlan& plan, Slots& slots, std::vector<bool>& node_varies) {
+  node_varies.assign(plan.nodes.size(), false);
+  size_t count = 0;
+  auto is_fixed = [&](int s) { return s < 0 || slots.fixed[static_cast<size_t>(s)]; };
+  auto varies = [&](int s) { return s >= 0 && slots.varies[static_cast<size_t>(s)]; };
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const NodePlan& np = plan.nodes[n];
     const Node& node = *np.node;
-    if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-    auto is_fixed = [&](int s) { return s < 0 || fixed[static_cast<size_t>(s)]; };
-    bool outputs_fixed = true;
-    if (node.op_type == "If") {
-      // The branch taken follows from a fixed condition; each branch's
-      // shapes must follow from its enclosing values as this plan's do.
-      if (np.in_slots.empty() || !is_fixed(np.in_slots[0])) return false;
+    bool shapes_vary = std::any_of(np.in_slots.begin(), np.in_slots.end(), varies);
+    bool outputs_fixed = std::all_of(np.in_slots.begin(), np.in_slots.end(), is_fixed);
+    if (!node.domain.empty() && node.domain != "ai.onnx") {
+      shapes_vary = true;
+    } else if (node.op_type == "If") {
+      // The branch taken follows from a fixed condition; its outputs' shapes
+      // must then follow from the enclosing values.
+      shapes_vary = shapes_vary || np.in_slots.empty() || !is_fixed(np.in_slots[0]);
       for (const SubgraphPlan& sp : np.subgraphs) {
-        std::vector<bool> inner(sp.plan->num_slots, false);
-        for (size_t s = 0; s < inner.size(); ++s) inner[s] = !sp.plan->constants[s].empty();
-        for (size_t i = 0; i < sp.plan->outer_slots.size(); ++i)
-          inner[static_cast<size_t>(sp.plan->outer_slots[i])] = is_fixed(np.implicit_slots[sp.outer_from[i]]);
-        if (!shapes_follow(*sp.plan, inner)) return false;
-        for (int s : sp.plan->output_slots) outputs_fixed = outputs_fixed && inner[static_cast<size_t>(s)];
+        if (shapes_vary) break;
+        Slots inner{std::vector<bool>(sp.plan->num_slots, false), std::vector<bool>(sp.plan->num_slots, false)};
+        for (size_t s = 0; s < sp.plan->num_slots; ++s) inner.fixed[s] = !sp.plan->constants[s].empty();
+        for (size_t i = 0; i < sp.plan->outer_slots.size(); ++i) {
+          const auto s = static_cast<size_t>(sp.plan->outer_slots[i]);
+          const int outer = np.implicit_slots[sp.outer_from[i]];
+          inner.fixed[s] = is_fixed(outer);
+          inner.varies[s] = varies(outer);
+        }
+        std::vector<bool> inner_nodes;
+        mark_varying(*sp.plan, inner, inner_nodes);
+        for (int s : sp.plan->output_slots) {
+          shapes_vary = shapes_vary || inner.varies[static_cast<size_t>(s)];
+          outputs_fixed = outputs_fixed && inner.fixed[static_cast<size_t>(s)];
+        }
       }
-    } else {
-      const ValueInputs* values = value_inputs(node.op_type);
-      if (!values && !is_shape_only(node.op_type)) return false;
-      for (size_t i = 0; values && i < np.in_slots.size() && i < 32; ++i)
-        if ((values->inputs >> i & 1u) && !is_fixed(np.in_slots[i])) return false;
-      outputs_fixed = node.op_type == "Shape" || node.op_type == "Size";  // values from shapes only
-      if (!outputs_fixed) {
-        outputs_fixed = true;
-        for (int s : np.in_slots) outputs_fixed = outputs_fixed && is_fixed(s);
-      }
+    } else if (const ValueInputs* values = value_inputs(node.op_type)) {
+      for (size_t i = 0; i < np.in_slots.size() && i < 32; ++i)
+        if ((values->inputs >> i & 1u) && !is_fixed(np.in_slots[i])) shapes_vary = true;
+    } else if (!is_shape_only(node.op_type)) {
+      shapes_vary = true;  // Loop, Scan, sequences, data-dependent shapes, ops unknown here
+    } else if (node.op_type == "Shape" || node.op_type == "Size") {
+      outputs_fixed = !shapes_vary;  // values from shapes only
     }
-    for (int s : np.out_slots)
-      if (s >= 0) fixed[static_cast<size_t>(s)] = outputs_fixed;
+    if (shapes_vary) {
+      node_varies[n] = true;
+      ++count;
+    }
+    for (int s : np.out_slots) {
+      if (s < 0) continue;
+      slots.fixed[static_cast<size_t>(s)] = outputs_fixed && !shapes_vary;
+      slots.varies[static_cast<size_t>(s)] = shapes_vary;
+    }
   }
-  return true;
+  return count;
 }
 
-bool proves(const ExecPlan& plan, const std::vector<bool>& keys) {
-  std::vector<bool> fixed(plan.num_slots, false);
-  for (size_t s = 0; s < plan.num_slots; ++s) fixed[s] = !plan.constants[s].empty();
+// How many of the nodes of `plan` vary when the key holds the contents of
+// the inputs marked in `keys` (per plan.input_slots) and every input's shape.
+size_t count_varying(const ExecPlan& plan, const std::vector<bool>& keys, std::vector<bool>& node_varies) {
+  Slots slots{std::vector<bool>(plan.num_slots, false), std::vector<bool>(plan.num_slots, false)};
+  for (size_t s = 0; s < plan.num_slots; ++s) slots.fixed[s] = !plan.constants[s].empty();
   for (size_t i = 0; i < keys.size() && i < plan.input_slots.size(); ++i)
-    if (keys[i]) fixed[static_cast<size_t>(plan.input_slots[i])] = true;
-  return shapes_follow(plan, fixed);
+    if (keys[i]) slots.fixed[static_cast<size_t>(plan.input_slots[i])] = true;
+  return mark_varying(plan, slots, node_varies);
 }
 
 }  // namespace
@@ -115,23 +145,26 @@ bool proves(const ExecPlan& plan, const std::vector<bool>& keys) {
 EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates) {
   EpochKey key;
   key.value_keys.assign(plan.input_slots.size(), false);
-  if (proves(plan, key.value_keys)) {
-    key.enabled = true;
-    return key;
+  size_t varying = count_varying(plan, key.value_keys, key.node_varies);
+  if (varying > 0) {
+    std::vector<bool> keys(plan.input_slots.size(), false), nodes;
+    for (size_t i = 0; i < keys.size() && i < candidates.size(); ++i) keys[i] = candidates[i];
+    const size_t with_all = count_varying(plan, keys, nodes);
+    if (with_all < varying) {
+      // Key on as few contents as that needs: an input whose contents
+      // change every run (a step counter) would otherwise start an epoch
+      // per run.
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (!keys[i]) continue;
+        keys[i] = false;
+        if (count_varying(plan, keys, nodes) > with_all) keys[i] = true;
+      }
+      key.value_keys = keys;
+      varying = count_varying(plan, key.value_keys, key.node_varies);
+    }
   }
-  for (size_t i = 0; i < key.value_keys.size() && i < candidates.size(); ++i) key.value_keys[i] = candidates[i];
-  if (!proves(plan, key.value_keys)) {
-    key.value_keys.assign(plan.input_slots.size(), false);
-    return key;
-  }
-  // Key on as few contents as the proof needs: an input whose contents
-  // change every run (a step counter) would otherwise start an epoch per run.
-  for (size_t i = 0; i < key.value_keys.size(); ++i) {
-    if (!key.value_keys[i]) continue;
-    key.value_keys[i] = false;
-    if (!proves(plan, key.value_keys)) key.value_keys[i] = true;
-  }
-  key.enabled = true;
+  key.enabled = varying < plan.nodes.size();
+  if (!key.enabled) key.value_keys.assign(plan.input_slots.size(), false);
   return key;
 }
 

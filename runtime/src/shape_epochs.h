@@ -16,21 +16,24 @@
 
 namespace epprof::rt::detail {
 
-// What a plan's epochs key on: whether every value's shape in the plan is a
-// function of the graph inputs' shapes and of the contents of the inputs
-// marked in `value_keys` (one flag per plan.input_slots), and which those
-// are. Not when an op takes a shape, axes or an If condition from a value
-// that depends on another input's contents (a Reshape whose shape the
-// caller feeds, say), runs a Loop or Scan (their trip counts), or runs an
-// op this analysis does not know.
+// What a plan's epochs key on, and which of its nodes they cover. A node is
+// in the epoch when its input and output shapes are a function of the graph
+// inputs' shapes and of the contents of the inputs marked in `value_keys`
+// (one flag per plan.input_slots). It is not (node_varies) when its op takes
+// a shape, axes or an If condition from a value that depends on another
+// input's contents (a Reshape whose shape the caller feeds, say), runs a
+// Loop or Scan (their trip counts), is an op this analysis does not know, or
+// reads a value of a node that is not in the epoch.
 struct EpochKey {
-  bool enabled = false;
+  bool enabled = false;          // some node is in the epoch
   std::vector<bool> value_keys;  // per graph input: its contents are part of the key
+  std::vector<bool> node_varies;  // per plan.nodes: not in the epoch
 };
 
-// The proof for `plan`, keying on the contents of as few of the inputs in
-// `candidates` (per plan.input_slots; empty: none) as it needs: small
-// integer or bool inputs, such as the sample rate a Silero VAD's If tests.
+// The key for `plan`, keying on the contents of as few of the inputs in
+// `candidates` (per plan.input_slots; empty: none) as it needs to cover the
+// most nodes: small integer or bool inputs, such as the sample rate a
+// Silero VAD's If tests.
 EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates = {});
 
 class ShapeEpochs {
@@ -44,6 +47,11 @@ class ShapeEpochs {
   // (their shapes do not describe their items). Thread-safe.
   uint64_t epoch_for(const std::vector<Tensor>& values, const std::vector<int>& first,
                      const std::vector<int>& then = {});
+  // The epoch of plan.nodes[position] in a run of epoch `run_epoch`: that
+  // epoch, or 0 for a node outside it.
+  uint64_t node_epoch(uint64_t run_epoch, size_t position) const {
+    return run_epoch && !key_.node_varies[position] ? run_epoch : 0;
+  }
 
  private:
   const EpochKey key_;

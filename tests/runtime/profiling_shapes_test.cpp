@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,15 @@ using namespace epprof::rt::testing;
 class EpochRecorder final : public RunObserver {
  public:
   // Top-level nodes only: a subgraph's nodes have epochs of their own.
+  void run_begin(const RunInfo& info) override { run_epoch = info.shape_epoch; }
   void node_end(const NodeInfo& info, const NodeIo&) override {
-    if (info.node.name.find('/') == std::string::npos) epochs.push_back(info.shape_epoch);
+    if (info.node.name.find('/') != std::string::npos) return;
+    epochs.push_back(info.shape_epoch);
+    by_node[info.node.name] = info.shape_epoch;
   }
+  uint64_t run_epoch = 0;
   std::vector<uint64_t> epochs;
+  std::map<std::string, uint64_t> by_node;  // the last run's
 };
 
 void set_dims(onnx::ValueInfoProto* v, const std::vector<std::string>& dims) {
@@ -78,18 +84,21 @@ std::string reshape_by_shape() {
 
 Tensor rows(int64_t n) { return Tensor(DataType::Float, {n, 3}); }
 
-// The epoch of each run's first node.
-std::vector<uint64_t> run_epochs(const std::string& model, const std::vector<std::map<std::string, Tensor>>& runs) {
+// The epoch of each run (RunInfo::shape_epoch); every node has it, or 0
+// where `outside` names the node.
+std::vector<uint64_t> run_epochs(const std::string& model, const std::vector<std::map<std::string, Tensor>>& runs,
+                                 const std::set<std::string>& outside = {}) {
   EpochRecorder rec;
   SessionOptions o;
   o.observer = &rec;
   Session s = Session::from_bytes(model, o);
   std::vector<uint64_t> out;
   for (const auto& in : runs) {
-    rec.epochs.clear();
+    rec.by_node.clear();
     s.run(in);
-    out.push_back(rec.epochs.at(0));
-    for (uint64_t e : rec.epochs) EXPECT_EQ(e, out.back()) << "one epoch per run";
+    out.push_back(rec.run_epoch);
+    for (const auto& [node, e] : rec.by_node)
+      EXPECT_EQ(e, outside.count(node) || rec.run_epoch == 0 ? 0 : rec.run_epoch) << node;
   }
   return out;
 }
@@ -229,11 +238,32 @@ TEST(ShapeEpochs, AnIfOnASmallInputKeysOnItsCondition) {
   const auto e = run_epochs(if_on_input(false),
                             {if_inputs(2, true), if_inputs(2, true), if_inputs(2, false), if_inputs(2, true)});
   expect_same_then_new(e);
-  // A condition computed from a float input's contents: no epochs.
+  // A condition computed from a float input's contents is not a key: the
+  // epoch covers the nodes before the If, not the If or what reads it.
   auto in = [](float f) {
     return std::map<std::string, Tensor>{{"x", rows(2)}, {"f", Tensor::from_vector<float>({1}, {f})}};
   };
-  const auto none = run_epochs(if_on_input(true), {in(1), in(1)});
+  const auto part = run_epochs(if_on_input(true), {in(1), in(-1), in(1)}, {"if", "identity"});
+  EXPECT_NE(part[0], 0u);
+  EXPECT_EQ(part[1], part[0]);
+  EXPECT_EQ(part[2], part[0]);
+}
+
+// A model with only nodes outside any epoch has none.
+TEST(ShapeEpochs, NoNodeInTheEpochMeansNone) {
+  onnx::ModelProto m;
+  m.ParseFromString(if_on_input(true));
+  // Feed the If's condition from the caller as a float-derived value with
+  // nothing before it: drop Greater and Squeeze, and take c as bool[1] that
+  // is not a key (its size is not declared).
+  m.mutable_graph()->mutable_node()->DeleteSubrange(0, 2);
+  add_io(m, true, "c", {1}, onnx::TensorProto::BOOL);
+  set_dims(m.mutable_graph()->mutable_input(2), {"K"});
+  auto inputs = [](bool c) {
+    return std::map<std::string, Tensor>{{"x", rows(2)}, {"f", Tensor::from_vector<float>({1}, {0})},
+                                         {"c", Tensor::from_vector<bool>({1}, {c})}};
+  };
+  const auto none = run_epochs(bytes(m), {inputs(true), inputs(true)}, {"if", "identity"});
   EXPECT_EQ(none[0], 0u);
   EXPECT_EQ(none[1], 0u);
 }
@@ -292,6 +322,33 @@ TEST(ProfilingShapes, NodeEventsReportTheShapesOfTheirOwnRun) {
   EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "identity_kernel_time", "output_type_shape"),
             (std::vector<std::string>{"[{\"float\":[2,3]}]", "[{\"float\":[2,3]}]", "[{\"float\":[3,2]}]",
                                       "[{\"float\":[3,2]}]", "[{\"float\":[2,3]}]"}));
+}
+
+// An If on a computed condition: every run has the same epoch, and runs
+// after the first go through the event block, but the If and the node after
+// it are outside the epoch and report the shapes of the branch each run
+// took.
+TEST(ProfilingShapes, NodesOutsideTheEpochReportTheirOwnShapesInsideTheBlock) {
+  epprof::testing::TempDir dir;
+  std::vector<std::map<std::string, Tensor>> runs;
+  for (float f : {1.f, 1.f, 1.f, -1.f, -1.f, 1.f})
+    runs.push_back({{"x", rows(2)}, {"f", Tensor::from_vector<float>({1}, {f})}});
+  ProfilingOptions po;
+  po.trace_path = dir.file("if.json");
+  ProfilingObserver prof(po);
+  SessionOptions o;
+  o.observer = &prof;
+  Session s = Session::from_bytes(if_on_input(true), o);
+  for (const auto& in : runs) s.run(in);
+  EXPECT_EQ(prof.runs_in_event_blocks(), runs.size() - 1) << "the first run collects, the others use the block";
+  prof.finish();
+  const std::string rows23 = "[{\"float\":[2,3]}]", rows32 = "[{\"float\":[3,2]}]";
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "identity_kernel_time", "output_type_shape"),
+            (std::vector<std::string>{rows23, rows23, rows23, rows32, rows32, rows23}));
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "if_kernel_time", "output_type_shape"),
+            (std::vector<std::string>{rows23, rows23, rows23, rows32, rows32, rows23}));
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "greater_kernel_time", "output_type_shape"),
+            std::vector<std::string>(runs.size(), "[{\"bool\":[1]}]"));
 }
 
 // Names are byte strings: a node name with a NUL byte keeps every byte in

@@ -33,7 +33,8 @@ struct RunInfo {
   // position in the executor's plan, for num_nodes positions (0 when no
   // observer is set): an observer can keep per-run state by position.
   uint64_t first_node_correlation_id = 0;
-  // The run's NodeInfo::shape_epoch (0: none).
+  // The run's shape epoch (0: none): NodeInfo::shape_epoch of every node
+  // execution it covers; the nodes it does not cover get 0.
   uint64_t shape_epoch = 0;
   // True when every node_begin / node_end / node_failed of this run is
   // called on the thread that calls run_begin and run_end (the sequential
@@ -46,10 +47,12 @@ struct NodeInfo {
   const std::string& provider;  // EP name, e.g. "CPUExecutionProvider"
   uint64_t run_id;
   uint64_t correlation_id;    // process-unique id of this node execution, shared by all observers
-  // Nonzero when the session proved that every node's shapes follow from
-  // the graph inputs' shapes: executions of a node with the same epoch have
-  // the same input and output types and shapes, so what an observer derived
-  // from them once still holds. 0: no such promise; read the tensors.
+  // Nonzero when the session proved that this node's shapes follow from
+  // the graph inputs' shapes (and the contents of a few small inputs):
+  // executions of a node with the same epoch have the same input and output
+  // types and shapes, so what an observer derived from them once still
+  // holds. 0: no such promise (the node follows a data-dependent If, say);
+  // read the tensors. Within one run the nonzero values are all the run's.
   uint64_t shape_epoch = 0;
   // node.index, carried here so an observer that keys its state by node
   // need not load the Node (a cold cache line after a long kernel).
@@ -87,6 +90,9 @@ class RunObserver {
   // each (pass = 1..n). Replays are not part of the node's event: node_end
   // has already been called. `error` is NULL, or what the replay threw.
   virtual uint32_t kernel_replays(const NodeInfo&) { return 0; }
+  // Whether kernel_replays may ever return n > 0. Asked once per run: an
+  // observer that says no is not asked per node.
+  virtual bool may_replay_kernels() const { return false; }
   virtual void replay_begin(const NodeInfo&, uint32_t /*pass*/) {}
   virtual void replay_end(const NodeInfo&, uint32_t /*pass*/, const char* /*error*/) {}
 };

@@ -101,6 +101,7 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   [[gnu::noinline]] NodeState node_state_slow(size_t node_index);
   [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n,
                                        size_t position);
+  [[gnu::noinline]] void block_end_outside_epoch(const NodeInfo& info, const NodeIo& io, size_t position);
   // Warns once about a rejected event; a null status costs one branch.
   void report(epprof_status* status) noexcept {
     if (__builtin_expect(status != nullptr, 0)) report_rejected(status);

@@ -65,6 +65,7 @@ class SessionObserver final : public RunObserver {
   void node_end(const NodeInfo& info, const NodeIo& io) override;
   void node_failed(const NodeInfo& info, const char* what) override;
   uint32_t kernel_replays(const NodeInfo& info) override;
+  bool may_replay_kernels() const override { return true; }
   void replay_begin(const NodeInfo& info, uint32_t pass) override;
   void replay_end(const NodeInfo& info, uint32_t pass, const char* error) override;
 
