@@ -144,6 +144,9 @@ void write_report(const Report& r, Format f, std::string* out) {
               fixed(r.run_p50, 3) + ", p90 " + fixed(r.run_p90, 3) + ", p99 " + fixed(r.run_p99, 3) + "\n";
     else
       *out += "model_run: none in this trace (pct_run not available)\n";
+    if (r.device_events)
+      *out += "device events: " + std::to_string(r.device_events) + ", " +
+              std::to_string(r.unattributed_device_events) + " not attributed to a node\n";
     for (const Table& t : tables) {
       *out += "\n";
       write_text_table(t, out);
@@ -161,7 +164,10 @@ void write_report(const Report& r, Format f, std::string* out) {
   // JSON: numbers as numbers, µs.
   *out += "{\"trace\":" + json_escape(r.source) + ",\"events\":" + std::to_string(r.events) +
           ",\"by\":" + json_escape(group_name(r.by)) + ",\"runs_total\":" + std::to_string(r.runs_total) +
-          ",\"runs_measured\":" + std::to_string(r.runs_measured) + ",\"model_run_total_us\":";
+          ",\"runs_measured\":" + std::to_string(r.runs_measured) +
+          ",\"device_events\":" + std::to_string(r.device_events) +
+          ",\"unattributed_device_events\":" + std::to_string(r.unattributed_device_events) +
+          ",\"model_run_total_us\":";
   json_number(r.run_total, out);
   *out += ",\"model_run_mean_us\":";
   json_number(r.run_mean, out);

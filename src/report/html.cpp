@@ -217,7 +217,11 @@ void write_html(const Trace& t, const Report& r, std::string* out) {
   *out += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>epprof report: " + html_escape(r.source) +
           "</title>\n<style>" + kStyle + "</style></head>\n<body>\n<h1>epprof report: " + html_escape(r.source) + "</h1>\n";
   *out += "<p>" + std::to_string(r.events) + " events; model_run: " + std::to_string(r.runs_measured) +
-          " measured of " + std::to_string(r.runs_total) + ", mean " + fixed(r.run_mean, 3) + " us</p>\n";
+          " measured of " + std::to_string(r.runs_total) + ", mean " + fixed(r.run_mean, 3) + " us";
+  if (r.device_events)
+    *out += "; device events: " + std::to_string(r.device_events) + ", " +
+            std::to_string(r.unattributed_device_events) + " not attributed to a node";
+  *out += "</p>\n";
   *out += "<h2>Timeline</h2><p class=note>Wheel: zoom, drag: pan. Host threads and device tracks; red lines are "
           "flows from nodes to the device work they caused.";
   if (shown < all.size())

@@ -62,6 +62,8 @@ Report build_report(const Trace& t, const ReportOptions& o) {
   r.by = o.by;
   r.events = t.events;
   r.bytes = t.bytes;
+  r.device_events = t.devices.size();
+  r.unattributed_device_events = t.unattributed_devices;
   r.runs_total = t.runs.size();
   std::vector<double> run_durs;
   for (const Run& run : t.runs)

@@ -52,6 +52,7 @@ struct Report {
   uint64_t runs_total = 0, runs_measured = 0;
   double run_total = 0, run_mean = 0, run_p50 = 0, run_p90 = 0, run_p99 = 0;
   uint64_t events = 0, bytes = 0;
+  uint64_t device_events = 0, unattributed_device_events = 0;  // all runs, warm-up included
   std::vector<Row> rows;           // the --by table, by total descending
   size_t rows_omitted = 0;         // cut by --top
   std::vector<NodeTimeRow> nodes;  // host vs device, by host total descending

@@ -22,12 +22,28 @@ uint32_t StringTable::find(std::string_view s) const {
   return it == ids_.end() ? kNoString : it->second;
 }
 
+OrtGpuLink ort_gpu_link(const Event& e) {
+  OrtGpuLink l;
+  auto get = [&](const char* key, std::string_view* out) {
+    if (const Arg* a = e.arg(key)) {
+      *out = a->value;
+      l.present = true;
+    }
+  };
+  get("ort_correlation_id", &l.correlation_id);
+  get("ort_event_name", &l.event_name);
+  get("ort_op_name", &l.op_name);
+  get("ort_node_index", &l.node_index);
+  return l;
+}
+
 bool is_descriptive_arg(std::string_view k) {
   static const std::string_view kKeys[] = {
       "op_name", "provider", "node_index", "activation_size", "parameter_size", "output_size",
       "input_type_shape", "output_type_shape", "correlation_id", "parent_name", "unattributed",
       "thread_scheduling_stats", "queue", "stream", "device", "grid_x", "grid_y", "grid_z",
-      "block_x", "block_y", "block_z", "global_size", "local_size", "kernel", "name"};
+      "block_x", "block_y", "block_z", "global_size", "local_size", "kernel", "name",
+      "ort_correlation_id", "ort_event_name", "ort_op_name", "ort_node_index"};
   for (std::string_view d : kKeys)
     if (k == d) return true;
   return false;
@@ -103,6 +119,7 @@ class Loader {
       s.name = t_.strings.intern(n);
       if (const Arg* a = e.arg("op_name")) s.op = t_.strings.intern(a->value);
       if (const Arg* a = e.arg("provider")) s.provider = t_.strings.intern(a->value);
+      if (const Arg* a = e.arg("node_index")) s.node_index = t_.strings.intern(a->value);
       const int32_t node = int32_t(t_.nodes.size());
       for (const Arg& a : e.args) {
         double v;
@@ -114,6 +131,11 @@ class Loader {
       s.name = t_.strings.intern(e.name);
       if (const Arg* a = e.arg("op_name")) s.op = t_.strings.intern(a->value);
       if (const Arg* a = e.arg("parent_name")) s.parent = t_.strings.intern(a->value);
+      if (const OrtGpuLink ort = ort_gpu_link(e); ort.complete_group()) {
+        if (s.parent == kNoString) s.parent = t_.strings.intern(ort.event_name);
+        if (s.op == kNoString) s.op = t_.strings.intern(ort.op_name);
+        s.node_index = t_.strings.intern(ort.node_index);
+      }
       t_.devices.push_back(s);
     } else if (o_.keep_others) {
       s.name = t_.strings.intern(e.name);
@@ -222,8 +244,10 @@ void Loader::finish() {
   for (Slice& d : t_.devices) {
     if (d.corr) d.node = node_by_corr(d.pid, d.corr);
     if (d.node < 0 && !d.corr && d.parent != kNoString) {
-      // ONNX Runtime style: no correlation id; the last run of the parent
-      // node that started before this device work.
+      // ONNX Runtime style: no correlation id of ours; the last execution of
+      // the parent node (with the same node_index, when the device event
+      // names one) that started before this device work: the one that
+      // launched it.
       std::string_view parent = t_.strings.at(d.parent);
       if (ends_with(parent, kKernelTime)) parent.remove_suffix(kKernelTime.size());
       uint32_t pid_name = t_.strings.find(parent);
@@ -232,7 +256,11 @@ void Loader::finish() {
         const auto& v = it->second;
         auto pos = std::upper_bound(v.begin(), v.end(), d.ts,
                                     [&](double ts, int32_t n) { return ts < t_.nodes[size_t(n)].ts; });
-        if (pos != v.begin()) d.node = *(pos - 1);
+        while (pos != v.begin() && d.node < 0) {
+          --pos;
+          const uint32_t index = t_.nodes[size_t(*pos)].node_index;
+          if (d.node_index == kNoString || index == kNoString || index == d.node_index) d.node = *pos;
+        }
       }
     }
     if (d.node >= 0) {
@@ -240,6 +268,19 @@ void Loader::finish() {
       if (d.op == kNoString) d.op = t_.nodes[size_t(d.node)].op;
     } else {
       d.run = runs.find(d.pid, d.ts);
+      ++t_.unattributed_devices;
+    }
+  }
+  // A trace without flow events (ONNX Runtime's) gets one from each node to
+  // the device work attributed to it.
+  if (o_.keep_flows && t_.flows.empty()) {
+    uint64_t id = 0;
+    for (const Slice& d : t_.devices) {
+      if (d.node < 0) continue;
+      const Slice& n = t_.nodes[size_t(d.node)];
+      ++id;
+      t_.flows.push_back({id, n.pid, n.tid, n.ts, true});
+      t_.flows.push_back({id, d.pid, d.tid, d.ts, false});
     }
   }
   // Counter samples: by correlation id, else the node running on that

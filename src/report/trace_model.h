@@ -34,7 +34,8 @@ struct Slice {
   uint32_t name = kNoString;      // node slices: the node name without "_kernel_time"
   uint32_t op = kNoString;        // op_name
   uint32_t provider = kNoString;  // provider (node slices)
-  uint32_t parent = kNoString;    // parent_name (device slices)
+  uint32_t parent = kNoString;    // parent_name (device slices), or ONNX Runtime's ort_event_name
+  uint32_t node_index = kNoString;  // node_index (node slices), ort_node_index (device slices)
   int32_t run = -1;               // index into Trace::runs, -1 if outside every run
   int32_t node = -1;              // device slices: index into Trace::nodes, -1 if unresolved
   uint8_t cat = 0;                // category string interned in Trace::strings is `cat_name`
@@ -74,8 +75,24 @@ struct Trace {
   std::map<int64_t, int64_t> t0_epoch_ns;  // per pid, from epprof_metadata
   uint64_t events = 0;
   uint64_t bytes = 0;
+  uint64_t unattributed_devices = 0;  // device slices linked to no node (node < 0)
   bool epprof = false;  // an epprof_metadata record was seen
 };
+
+// ONNX Runtime's plugin-EP link on a GPU event (its CUDA plugin EP writes
+// these args at EndProfiling): ort_correlation_id always, and
+// ort_event_name, ort_op_name and ort_node_index as a group when it knew
+// the node. Views into the event.
+struct OrtGpuLink {
+  bool present = false;       // some ort_* arg is there
+  std::string_view correlation_id, event_name, op_name, node_index;  // empty if absent
+  bool complete_group() const { return !event_name.empty() && !op_name.empty() && !node_index.empty(); }
+  bool partial_group() const {
+    return (!event_name.empty() || !op_name.empty() || !node_index.empty()) && !complete_group();
+  }
+};
+struct Event;
+OrtGpuLink ort_gpu_link(const Event& e);
 
 struct LoadOptions {
   bool keep_others = false;  // non-node host slices (the HTML timeline)

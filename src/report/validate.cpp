@@ -30,6 +30,21 @@ struct DeviceRef {
   uint64_t index = 0, offset = 0;
 };
 
+// A GPU event of ONNX Runtime's plugin EP that names its node
+// (ort_event_name, ort_op_name, ort_node_index), and the node events it may
+// resolve to.
+struct OrtDeviceRef {
+  int64_t pid = 0;
+  uint32_t event = kNoString, op = kNoString, node_index = kNoString;
+  double ts = 0;
+  uint64_t index = 0, offset = 0;
+};
+struct NodeRef {
+  double ts = 0;
+  uint32_t op = kNoString, node_index = kNoString;
+  uint64_t index = 0;
+};
+
 struct Interval {
   double ts, end;
   uint64_t index, offset;
@@ -107,7 +122,10 @@ class Validator {
       const Arg* un = e.arg("unattributed");
       if (un && un->value == "true") return;  // the writer says it could not attribute it
       if (!has_corr) {
-        devices_without_corr_.push_back(at + " \"" + std::string(e.name) + "\"");
+        if (const OrtGpuLink ort = ort_gpu_link(e); ort.present)
+          ort_device(e, at, ort);
+        else
+          devices_without_corr_.push_back(at + " \"" + std::string(e.name) + "\"");
         return;
       }
       devices_.push_back({e.pid, uint64_t(corr_i), id_of("op_name"), id_of("node_index"), id_of("parent_name"),
@@ -118,6 +136,8 @@ class Validator {
       runs_[e.pid].push_back({e.ts, e.ts + e.dur, e.index, e.offset,
                               is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)});
     const bool node = e.cat == "Node";
+    if (node)
+      ort_nodes_[{e.pid, strings_.intern(e.name)}].push_back({e.ts, id_of("op_name"), id_of("node_index"), e.index});
     if (node)
       nodes_.push_back(
           {e.pid, {e.ts, e.ts + e.dur, e.index, e.offset, is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)}});
@@ -158,6 +178,7 @@ class Validator {
         check("node_index", d.node_index, h.node_index);
       }
     }
+    resolve_ort_devices();
     // epprof writes each track in time order and always attributes device
     // events; ONNX Runtime writes events as they end and has no ids.
     if (epprof_)
@@ -230,6 +251,58 @@ class Validator {
     }
   }
 
+  // ONNX Runtime's plugin-EP link: ort_correlation_id on every GPU event,
+  // and the node's event name, op and index as a group when it knew them.
+  void ort_device(const Event& e, const std::string& at, const OrtGpuLink& ort) {
+    int64_t id = 0;
+    const Arg* corr = e.arg("ort_correlation_id");
+    if (!corr)
+      add("correlation", at + ": ort_* args without an ort_correlation_id");
+    else if (!arg_as_int(*corr, &id))
+      add("correlation", at + ": ort_correlation_id \"" + std::string(ort.correlation_id) + "\" is not an integer");
+    if (ort.partial_group()) {
+      add("attribution", at + ": ort_event_name, ort_op_name and ort_node_index come as a group; this event has " +
+                             std::string(ort.event_name.empty() ? "" : "ort_event_name ") +
+                             (ort.op_name.empty() ? "" : "ort_op_name ") +
+                             (ort.node_index.empty() ? "" : "ort_node_index ") + "only");
+    } else if (ort.complete_group()) {
+      ort_devices_.push_back({e.pid, strings_.intern(ort.event_name), strings_.intern(ort.op_name),
+                              strings_.intern(ort.node_index), e.ts, e.index, e.offset});
+    } else {
+      ++r_.unattributed_device_events;  // ONNX Runtime did not know the node
+    }
+  }
+
+  // Each named GPU event resolves to the last execution of its node (same
+  // name and node_index) that started before it: the one that launched it.
+  void resolve_ort_devices() {
+    if (ort_devices_.empty()) return;
+    for (auto& [k, v] : ort_nodes_)
+      std::stable_sort(v.begin(), v.end(), [](const NodeRef& a, const NodeRef& b) { return a.ts < b.ts; });
+    auto str = [&](uint32_t id) { return id == kNoString ? std::string("(none)") : strings_.at(id); };
+    for (const OrtDeviceRef& d : ort_devices_) {
+      const std::string at = where(d.index, d.offset);
+      const NodeRef* found = nullptr;
+      if (auto it = ort_nodes_.find({d.pid, d.event}); it != ort_nodes_.end()) {
+        const auto& v = it->second;
+        auto pos = std::upper_bound(v.begin(), v.end(), d.ts, [](double ts, const NodeRef& n) { return ts < n.ts; });
+        while (pos != v.begin() && !found) {
+          --pos;
+          if (pos->node_index == d.node_index) found = &*pos;
+        }
+      }
+      if (!found) {
+        add("attribution", at + ": ort_event_name \"" + str(d.event) + "\" with ort_node_index " + str(d.node_index) +
+                               " resolves to no node event of process " + std::to_string(d.pid) +
+                               " that starts before it");
+        ++r_.unattributed_device_events;
+      } else if (found->op != d.op) {
+        add("attribution", at + ": ort_op_name \"" + str(d.op) + "\" but node event #" +
+                               std::to_string(found->index) + " has op_name \"" + str(found->op) + "\"");
+      }
+    }
+  }
+
   static uint64_t key(int64_t pid, uint64_t corr) { return corr * 0x9E3779B97F4A7C15ull ^ uint64_t(pid); }
 
   size_t max_;
@@ -238,6 +311,8 @@ class Validator {
   std::map<std::pair<int64_t, int64_t>, double> last_ts_;
   std::unordered_map<uint64_t, HostRef> hosts_;
   std::vector<DeviceRef> devices_;
+  std::vector<OrtDeviceRef> ort_devices_;
+  std::map<std::pair<int64_t, uint32_t>, std::vector<NodeRef>> ort_nodes_;  // node events by (pid, name)
   std::vector<std::string> devices_without_corr_;
   std::vector<std::string> track_order_;
   std::map<int64_t, std::vector<Interval>> runs_;

@@ -19,6 +19,11 @@ struct ValidateResult {
   uint64_t events = 0;
   std::vector<Violation> violations;  // the first `max_listed`
   std::map<std::string, uint64_t> counts;  // every violation, per kind
+  // Device events that name no host event, which the writer admits: ONNX
+  // Runtime plugin-EP GPU events with only ort_correlation_id, and those
+  // whose ort_event_name resolves to no node (also an "attribution"
+  // violation).
+  uint64_t unattributed_device_events = 0;
   uint64_t total() const;
 };
 
@@ -27,7 +32,10 @@ struct ValidateResult {
 // resolving to a host event of the same process whose attribution matches
 // (op_name, node_index, parent_name); non-negative durations; complete
 // events in time order per track; node events inside a model_run of their
-// process; flow starts and finishes paired.
+// process; flow starts and finishes paired. ONNX Runtime plugin-EP GPU
+// events (ort_correlation_id, and ort_event_name / ort_op_name /
+// ort_node_index as a group) must name a node event of their process, with
+// that node_index and op_name, that starts before them.
 ValidateResult validate_trace(const std::string& path, size_t max_listed = 1000);
 ValidateResult validate_trace_buffer(const std::string& data, size_t max_listed = 1000);
 

@@ -156,6 +156,78 @@ TEST(ReportCli, OnnxRuntimeProfileIsReportedCorrectly) {
   EXPECT_EQ(val.rc, 0) << val.out;
 }
 
+// The timeline data of `epprof report TRACE --format html -o HTML`.
+json html_data(const std::string& trace, const std::string& html) {
+  CmdResult r = run_cmd(cli() + " report " + trace + " --format html -o " + html);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  const std::string page = read_file(html);
+  const std::string tag = "<script type=\"application/json\" id=\"epprof-data\">";
+  const size_t at = page.find(tag);
+  if (at == std::string::npos) return json::object();
+  const size_t from = at + tag.size();
+  return json::parse(page.substr(from, page.find("</script>", from) - from));
+}
+
+// ONNX Runtime's CUDA plugin EP: GPU events carry ort_correlation_id, and
+// ort_event_name / ort_op_name / ort_node_index when it knew the node.
+TEST(ReportCli, OnnxRuntimePluginEpGpuEventsAreAttributedToTheirNodes) {
+  const std::string path = std::string(EPPROF_REPORT_DATA_DIR) + "/ort_plugin_ep_profile.json";
+  const json events = load_json(path);
+  // What the file says, computed here: device time per named node, and the
+  // events that name none.
+  std::map<std::string, double> want_device;
+  uint64_t devices = 0, unnamed = 0;
+  for (const json& e : events) {
+    if (e["cat"] != "Kernel") continue;
+    ++devices;
+    if (!e["args"].contains("ort_event_name")) {
+      ++unnamed;
+      continue;
+    }
+    std::string node = e["args"]["ort_event_name"];
+    node.resize(node.size() - std::string("_kernel_time").size());
+    want_device[node] += e["dur"].get<double>();
+  }
+  ASSERT_EQ(want_device.size(), 2u);
+  CmdResult rep = run_cmd(cli() + " report " + path + " --format json");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  const json r = json::parse(rep.out);
+  EXPECT_EQ(r["device_events"], devices);
+  EXPECT_EQ(r["unattributed_device_events"], unnamed);
+  std::map<std::string, double> got_device;
+  for (const json& n : r["nodes"]) got_device[n["node"]] = n["device_us"];
+  for (const auto& [node, us] : want_device) EXPECT_NEAR(got_device[node], us, 1e-9) << node;
+  CmdResult val = run_cmd(cli() + " validate " + path);
+  EXPECT_EQ(val.rc, 0) << val.out;
+  EXPECT_NE(val.out.find(std::to_string(unnamed) + " device event attributed to no node"), std::string::npos)
+      << val.out;
+  // The HTML timeline draws a flow from each node to its GPU events.
+  TempDir dir;
+  EXPECT_EQ(html_data(path, dir.file("r.html"))["flows"].size(), devices - unnamed);
+}
+
+// Unnamed nodes all have the event name "_kernel_time": the node index
+// picks the right one, not the name alone.
+TEST(ReportCli, OnnxRuntimePluginEpGpuEventsJoinOnTheNodeIndexToo) {
+  TempDir dir;
+  const std::string path = dir.file("unnamed.json");
+  write_file(path, R"([
+{"cat":"Node","pid":1,"tid":1,"dur":10,"ts":10,"ph":"X","name":"_kernel_time","args":{"op_name":"MatMul","node_index":"0"}},
+{"cat":"Node","pid":1,"tid":1,"dur":10,"ts":25,"ph":"X","name":"_kernel_time","args":{"op_name":"Add","node_index":"1"}},
+{"cat":"Session","pid":1,"tid":1,"dur":40,"ts":5,"ph":"X","name":"model_run","args":{}},
+{"cat":"Kernel","pid":1,"tid":9,"dur":7,"ts":30,"ph":"X","name":"sgemm","args":{"ort_correlation_id":"4","ort_event_name":"_kernel_time","ort_op_name":"MatMul","ort_node_index":"0"}}])");
+  CmdResult rep = run_cmd(cli() + " report " + path + " --format json --by kernel");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  EXPECT_EQ(json::parse(rep.out)["unattributed_device_events"], 0);
+  // The flow starts at the MatMul (ts 10), not at the Add that started
+  // later under the same name (ts 25).
+  const json data = html_data(path, dir.file("unnamed.html"));
+  ASSERT_EQ(data["flows"].size(), 1u);
+  EXPECT_EQ(data["flows"][0][1].get<double>(), 10.0) << data["flows"];
+  CmdResult val = run_cmd(cli() + " validate " + path);
+  EXPECT_EQ(val.rc, 0) << val.out;
+}
+
 TEST(ReportCli, ObjectShapeAndCounterEvents) {
   TempDir dir;
   const std::string path = dir.file("c.json");

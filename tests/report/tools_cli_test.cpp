@@ -82,6 +82,42 @@ TEST_F(ToolsCli, ValidateFindsEachSeededViolation) {
   }
 }
 
+// ONNX Runtime plugin-EP GPU events (ort_* args): each way one can be wrong.
+TEST_F(ToolsCli, ValidateChecksOnnxRuntimePluginEpGpuEvents) {
+  const json base = load_json(std::string(EPPROF_REPORT_DATA_DIR) + "/ort_plugin_ep_profile.json");
+  auto named_kernel = [](const json& e) { return e["cat"] == "Kernel" && e["args"].contains("ort_event_name"); };
+  struct Seed {
+    const char* kind;
+    const char* says;
+    std::function<void(json&)> mutate;
+  };
+  const std::vector<Seed> seeds = {
+      {"attribution", "but node event", [&](json& ev) { ev[find_event(ev, named_kernel)]["args"]["ort_op_name"] = "Conv"; }},
+      {"attribution", "resolves to no node event",
+       [&](json& ev) { ev[find_event(ev, named_kernel)]["args"]["ort_node_index"] = "7"; }},
+      {"attribution", "resolves to no node event",
+       [&](json& ev) { ev[find_event(ev, named_kernel)]["args"]["ort_event_name"] = "Gone_kernel_time"; }},
+      {"attribution", "resolves to no node event",  // launched before its node started
+       [&](json& ev) { ev[find_event(ev, named_kernel)]["ts"] = 100; }},
+      {"attribution", "come as a group", [&](json& ev) { ev[find_event(ev, named_kernel)]["args"].erase("ort_op_name"); }},
+      {"correlation", "is not an integer",
+       [&](json& ev) { ev[find_event(ev, named_kernel)]["args"]["ort_correlation_id"] = "seventeen"; }},
+      {"correlation", "without an ort_correlation_id",
+       [&](json& ev) { ev[find_event(ev, named_kernel)]["args"].erase("ort_correlation_id"); }},
+  };
+  TempDir dir;
+  for (const Seed& s : seeds) {
+    json ev = base;
+    s.mutate(ev);
+    const std::string path = dir.file("ort_bad.json");
+    write_file(path, ev.dump());
+    CmdResult r = run_cmd(cli() + " validate " + path);
+    EXPECT_EQ(r.rc, 1) << s.says << "\n" << r.out;
+    EXPECT_NE(r.out.find(std::string(s.kind) + ": "), std::string::npos) << s.says << "\n" << r.out;
+    EXPECT_NE(r.out.find(s.says), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(ToolsCli, DiffOfATraceWithItselfIsZero) {
   CmdResult r = run_cmd(cli() + " diff " + dir_->file("a.json") + " " + dir_->file("a.json") + " --format json");
   ASSERT_EQ(r.rc, 0) << r.out;

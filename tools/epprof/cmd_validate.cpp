@@ -22,9 +22,14 @@ void print_help() {
       "  correlation        a device event (cat Kernel/Memcpy) whose correlation_id\n"
       "                     resolves to no host event of its process (events marked\n"
       "                     \"unattributed\" are exempt; in epprof traces every device\n"
-      "                     event needs one), or a host id used twice\n"
+      "                     event needs one), a host id used twice, or an ONNX Runtime\n"
+      "                     plugin-EP GPU event whose ort_correlation_id is missing or\n"
+      "                     not an integer\n"
       "  attribution        a device event whose parent_name, op_name or node_index\n"
-      "                     differs from its host event's\n"
+      "                     differs from its host event's; an ONNX Runtime plugin-EP\n"
+      "                     GPU event whose ort_event_name / ort_node_index names no\n"
+      "                     node event before it, whose ort_op_name differs from that\n"
+      "                     node's op_name, or that has only part of that group\n"
       "  negative-duration  dur < 0\n"
       "  track-order        complete events of one track (pid, tid) not written in time\n"
       "                     order (epprof traces only: ONNX Runtime writes events as\n"
@@ -72,6 +77,10 @@ int run_validate(int argc, char** argv) {
   const report::ValidateResult r = report::validate_trace(path, size_t(max));
   if (!quiet)
     for (const report::Violation& v : r.violations) std::printf("%s: %s\n", v.kind.c_str(), v.message.c_str());
+  if (r.unattributed_device_events)
+    std::printf("%s: %llu device event%s attributed to no node (ort_correlation_id only, or unresolved)\n",
+                path.c_str(), (unsigned long long)r.unattributed_device_events,
+                r.unattributed_device_events == 1 ? "" : "s");
   if (r.total() == 0) {
     std::printf("%s: valid (%llu events)\n", path.c_str(), (unsigned long long)r.events);
     return kExitOk;
