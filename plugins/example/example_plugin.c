@@ -32,8 +32,10 @@
  * For tests of the host's error handling, the environment variable
  *   EPPROF_EXAMPLE_FAIL=start_profiling|start_event|stop_event|end_profiling
  * makes that slot return an EPPROF_PLUGIN_ERROR status (end_profiling fails
- * after appending the first half of its events). It is read when an instance
- * is created.
+ * after appending the first half of its events). EPPROF_EXAMPLE_CLOCK=host
+ * makes the "device clock" the host's (host->clock_now_ns), for a trace that
+ * a host with a fixed test clock can compare byte for byte. Both are read
+ * when an instance is created.
  *
  * Status ownership, the rule to follow everywhere: a status the host returns
  * to us is ours; we either release it (host->status_release) or hand it back
@@ -76,10 +78,19 @@
  * The EP clock
  * ---------------------------------------------------------------------- */
 
-static int64_t ep_clock_now_ns(void) {
+/* EPPROF_EXAMPLE_CLOCK=host reads the host's clock instead (host->clock_now_ns),
+ * so that a host with a fixed test clock gets a trace that is the same byte
+ * for byte on every run: epprof's golden trace test. */
+static int64_t ep_clock_now_ns(const epprof_host_api* host_clock) {
   struct timespec ts;
+  if (host_clock != NULL) return host_clock->clock_now_ns();
   clock_gettime(EXAMPLE_CLOCK_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+static const epprof_host_api* host_clock_from_env(const epprof_host_api* host) {
+  const char* v = getenv("EPPROF_EXAMPLE_CLOCK");
+  return v != NULL && strcmp(v, "host") == 0 ? host : NULL;
 }
 
 /* ------------------------------------------------------------------------
@@ -131,6 +142,7 @@ typedef struct example_plugin {
 typedef struct example_profiler {
   epprof_ep_profiler base; /* first member: see example_plugin */
   const epprof_host_api* host;
+  const epprof_host_api* host_clock; /* non-NULL: the EP clock is the host's */
   example_fail_slot fail;
 
   int64_t start_offset_ns; /* host-timeline ns at start_profiling */
@@ -284,7 +296,7 @@ static epprof_status* example_start_profiling(epprof_ep_profiler* self, int64_t 
    * scope, ours is ep_start_ns. Every later EP time converts with
    *   host_ts = start_offset_ns + (ep_time - ep_start_ns). */
   p->start_offset_ns = start_offset_ns;
-  p->ep_start_ns = ep_clock_now_ns();
+  p->ep_start_ns = ep_clock_now_ns(p->host_clock);
   if (p->fail == FAIL_START_PROFILING) return injected_failure(p, "start_profiling");
   return NULL;
 }
@@ -294,7 +306,7 @@ static epprof_status* example_start_profiling(epprof_ep_profiler* self, int64_t 
 static epprof_status* example_start_event(epprof_ep_profiler* self, uint64_t correlation_id) {
   example_profiler* p = (example_profiler*)self;
   thread_stack* s = current_stack(p);
-  if (s == NULL || !stack_push(s, correlation_id, ep_clock_now_ns()))
+  if (s == NULL || !stack_push(s, correlation_id, ep_clock_now_ns(p->host_clock)))
     return out_of_memory(p, "correlation stack");
   /* The injected failure still pushes, so stop_event stays consistent and
    * only this slot reports errors. */
@@ -306,7 +318,7 @@ static epprof_status* example_stop_event(epprof_ep_profiler* self, uint64_t corr
                                          const epprof_event* event) {
   example_profiler* p = (example_profiler*)self;
   thread_stack* s = (thread_stack*)pthread_getspecific(p->stack_key);
-  int64_t ep_stop = ep_clock_now_ns();
+  int64_t ep_stop = ep_clock_now_ns(p->host_clock);
   stack_entry top;
   example_kernel k;
   host_event_info info;
@@ -440,7 +452,7 @@ static epprof_status* example_end_profiling(epprof_ep_profiler* self, epprof_eve
 
   /* Metadata first, so it is there even if appending fails below. */
   snprintf(count, sizeof count, "%lu", (unsigned long)total);
-  st = host->sink_set_metadata(sink, "clock", EXAMPLE_CLOCK_NAME);
+  st = host->sink_set_metadata(sink, "clock", p->host_clock != NULL ? "host" : EXAMPLE_CLOCK_NAME);
   if (st == NULL) st = host->sink_set_metadata(sink, "events", count);
   for (q = 0; q < queues && st == NULL; ++q) {
     snprintf(track, sizeof track, "example queue %d", q);
@@ -508,6 +520,7 @@ static epprof_status* example_create_profiler(epprof_plugin* self, epprof_ep_pro
   pthread_mutex_init(&p->mutex, NULL);
   p->host = host;
   p->fail = fail_slot_from_env();
+  p->host_clock = host_clock_from_env(host);
   p->base.abi_version = EPPROF_EP_ABI_VERSION;
   p->base.start_profiling = example_start_profiling;
   p->base.start_event = example_start_event;

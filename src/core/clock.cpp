@@ -46,7 +46,14 @@ double measure_nominal() {
 
 namespace detail {
 bool g_tsc_ticks = detect_invariant_tsc();
+TestClock g_test_clock = nullptr;
 }  // namespace detail
+
+void set_test_clock(TestClock now) noexcept {
+  static const bool tsc = detail::g_tsc_ticks;  // the machine's answer, kept for the restore
+  detail::g_test_clock = now;
+  detail::g_tsc_ticks = now ? false : tsc;
+}
 
 ClockPair read_clock_pair() noexcept {
   ClockPair best{0, 0};

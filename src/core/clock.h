@@ -13,22 +13,35 @@
 
 namespace epprof::core {
 
+using TestClock = int64_t (*)();
+
+namespace detail {
+// Decided once while the library loads, before any profiler can exist.
+extern bool g_tsc_ticks;
+// Installed by set_test_clock; null: the system's clocks.
+extern TestClock g_test_clock;
+}  // namespace detail
+
 inline int64_t monotonic_ns() noexcept {
+  if (__builtin_expect(detail::g_test_clock != nullptr, 0)) return detail::g_test_clock();
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 inline int64_t realtime_ns() noexcept {
+  if (__builtin_expect(detail::g_test_clock != nullptr, 0)) return detail::g_test_clock();
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-namespace detail {
-// Decided once while the library loads, before any profiler can exist.
-extern bool g_tsc_ticks;
-}  // namespace detail
+// For deterministic tests (the golden trace): every clock read of
+// libepprof -- CLOCK_MONOTONIC, CLOCK_REALTIME, and the ticks, which become
+// its nanoseconds instead of the TSC's -- returns `now()`. nullptr restores
+// the system's clocks. Call only while no profiler exists and no other
+// thread reads the clock.
+void set_test_clock(TestClock now) noexcept;
 
 // True when ticks come from an invariant TSC.
 inline bool ticks_are_tsc() noexcept { return detail::g_tsc_ticks; }
