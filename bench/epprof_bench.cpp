@@ -436,7 +436,7 @@ uint64_t export_events() { return g_quick ? 100000 : 1000000; }
 
 // Timed: Recorder::finish() (per-stream index + sort) + k-way merge +
 // ChromeTraceSink writing every host event to a file in /tmp, and the
-// sink's final flush; what Profiler::write_trace does for host events.
+// sink's final flush; what scope::write_trace does for host events.
 void BM_export_json(benchmark::State& state) {
   const uint32_t streams = 8;
   const uint64_t per = export_events() / streams;

@@ -15,8 +15,9 @@
 #include "core/profiler.h"
 #include "core/threads.h"
 #include "epprof/profiler.h"
-#include "export/atomic_file.h"
-#include "session/annotations.h"
+#include "io/atomic_file.h"
+#include "scope/annotations.h"
+#include "scope/write_trace.h"
 
 namespace epprof::abi {
 namespace {
@@ -248,7 +249,7 @@ EPPROF_API uint64_t epprof_correlation_id_block(uint64_t count) {
 
 EPPROF_API int64_t epprof_clock_now_ns(void) { return epprof::core::monotonic_ns(); }
 
-EPPROF_API void epprof_remove_temporary_files(void) { epprof::exporter::remove_temporaries_at_exit(); }
+EPPROF_API void epprof_remove_temporary_files(void) { epprof::io::remove_temporaries_at_exit(); }
 
 EPPROF_API epprof_status* epprof_set_thread_name(const char* name) {
   EPPROF_API_BEGIN
@@ -383,7 +384,8 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
   if (const uint32_t open = p->open_blocks())
     return abi::open_blocks_status(fn, open);
   abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(0, std::memory_order_release);
-  std::string error = p->stop(stats);
+  p->stop();
+  std::string error = scope::write_trace(*p, stats);
   if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
   return nullptr;
   EPPROF_API_END
@@ -404,7 +406,7 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
     s.profiler = nullptr;
     doomed.reset(p);
   }
-  (void)session::take_annotations(doomed.get());  // never written: drop them
+  (void)scope::take_annotations(doomed.get());  // never written: drop them
   return nullptr;  // `doomed` releases EP instances outside the lock
   EPPROF_API_END
 }

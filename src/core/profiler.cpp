@@ -11,7 +11,7 @@
 #include "abi/status.h"
 #include "core/args.h"
 #include "core/intern.h"
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace epprof::core {
 namespace {
@@ -29,7 +29,7 @@ Profiler::Profiler(ProfilerConfig config)
       recorder_(config_.memory_budget_bytes, config_.disk_budget_bytes,
                 config_.spill_dir.empty() ? directory_of(config_.trace_path) : config_.spill_dir) {
   std::string error;
-  file_ = exporter::AtomicFile::create(config_.trace_path, &error);
+  file_ = io::AtomicFile::create(config_.trace_path, &error);
   if (!file_) throw std::runtime_error(error);
 }
 
@@ -66,10 +66,14 @@ void Profiler::start() {
   for (auto& ep : eps_) ep->start_profiling(start_pair_.ns);
 }
 
-std::string Profiler::stop(epprof_trace_stats* stats) {
+void Profiler::stop() {
   stop_pair_ = read_clock_pair();
   state_.store(State::kStopped, std::memory_order_release);
-  return write_trace(stats);
+}
+
+std::vector<std::pair<std::string, std::string>> Profiler::metadata() const {
+  std::lock_guard<std::mutex> lock(meta_mu_);
+  return metadata_;
 }
 
 epprof_status* Profiler::too_deep() const noexcept {

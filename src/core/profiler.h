@@ -19,7 +19,7 @@
 #include "core/recorder.h"
 #include "epprof/profiler.h"
 
-namespace epprof::exporter {
+namespace epprof::io {
 class AtomicFile;
 }
 
@@ -84,8 +84,19 @@ class Profiler {
   void set_metadata(std::string key, std::string value);
 
   void start();
-  // Writes the trace. Returns an empty string on success, else the reason.
-  std::string stop(epprof_trace_stats* stats);
+  // Ends recording; scope::write_trace (src/scope/) then writes the trace.
+  void stop();
+
+  // ---- for the way out (src/scope/), once stopped ----
+  const ProfilerConfig& config() const { return config_; }
+  ClockPair start_pair() const { return start_pair_; }
+  ClockPair stop_pair() const { return stop_pair_; }
+  int64_t t0_epoch_ns() const { return t0_epoch_ns_; }
+  const std::vector<std::unique_ptr<abi::EpInstance>>& eps() const { return eps_; }
+  Recorder& recorder() { return recorder_; }
+  io::AtomicFile& file() { return *file_; }
+  // The host's metadata (set_metadata), in the order first set.
+  std::vector<std::pair<std::string, std::string>> metadata() const;
 
   ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
 
@@ -211,7 +222,6 @@ class Profiler {
   }
   void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
                    const epprof_arg* args, size_t num_args) noexcept;
-  std::string write_trace(epprof_trace_stats* stats);
 
   // The state and what EP profilers want: read by the control path and by
   // an event's slow path. The fast path reads a copy in the profiler's slot
@@ -224,7 +234,7 @@ class Profiler {
   ProfilerConfig config_;
   uint64_t handle_ = 0;
   const int64_t pid_ = int64_t(getpid());  // once: getpid() is a syscall
-  std::unique_ptr<exporter::AtomicFile> file_;
+  std::unique_ptr<io::AtomicFile> file_;
   Recorder recorder_;
   std::vector<std::unique_ptr<abi::EpInstance>> eps_;
 
@@ -233,7 +243,7 @@ class Profiler {
   int64_t t0_epoch_ns_ = 0;
   TickConverter provisional_;  // ticks → ns until stop has the second point
 
-  std::mutex meta_mu_;
+  mutable std::mutex meta_mu_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 

@@ -1,5 +1,5 @@
 // What a trace writer receives, format-independent. Each output format is
-// one TraceSink; the timeline feeds it events in this order: begin, host
+// one TraceSink; scope::write_trace feeds it events in this order: host
 // events (sorted by start), device events (sorted by start) with their
 // flows, track names, metadata, finish.
 #pragma once

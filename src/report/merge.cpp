@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 #include "report/format.h"
 #include "report/reader.h"
 
@@ -62,7 +62,7 @@ std::string micros(double us) {
 // kept and ends the merge.
 class Writer {
  public:
-  explicit Writer(exporter::AtomicFile& file) : file_(file) { buf_ = "[\n"; }
+  explicit Writer(io::AtomicFile& file) : file_(file) { buf_ = "[\n"; }
   bool event(const std::string& text) {
     if (!first_) buf_ += ",\n";
     first_ = false;
@@ -82,7 +82,7 @@ class Writer {
     return error_.empty();
   }
 
-  exporter::AtomicFile& file_;
+  io::AtomicFile& file_;
   std::string buf_, error_;
   bool first_ = true;
 };
@@ -114,7 +114,7 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
   MergeResult res;
   // First, so that an output that is one of the inputs, or cannot be
   // written, is refused before any work.
-  std::unique_ptr<exporter::AtomicFile> file = exporter::AtomicFile::create(output, &res.error, paths);
+  std::unique_ptr<io::AtomicFile> file = io::AtomicFile::create(output, &res.error, paths);
   if (!file) return res;
   std::vector<Scan> scans(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {

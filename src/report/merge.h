@@ -27,7 +27,7 @@ struct MergeResult {
 // epprof_metadata record with t0_epoch_ns. A pid already used by an earlier
 // input gets a new number; clashing process names get the input's file name
 // appended; flow ids are shifted so they stay unique. The output follows
-// exporter::AtomicFile's rules: replaced atomically, never an input, never a
+// io::AtomicFile's rules: replaced atomically, never an input, never a
 // directory, device, FIFO or socket; a failed merge leaves nothing behind.
 MergeResult merge_traces(const std::vector<std::string>& inputs, const std::string& output);
 

@@ -6,7 +6,8 @@
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/profiler.h"
-#include "session/annotations.h"
+#include "scope/annotations.h"
+#include "scope/write_trace.h"
 
 namespace epprof::session {
 namespace {
@@ -310,7 +311,7 @@ void Session::write_to_trace(const epprof_record* records, size_t count) {
       if (!name || !(r.counter_flags & EPPROF_COUNTER_VALUE_VALID)) continue;
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.17g", r.value);
-      annotate(trace_.get(), r.correlation_id, {exporter::ExtraArg{*name, buf, true}});
+      scope::annotate(trace_.get(), r.correlation_id, {exporter::ExtraArg{*name, buf, true}});
       continue;
     }
     if (r.category >= EPPROF_CATEGORY_COUNT_) continue;
@@ -350,7 +351,8 @@ void Session::flush() {
 
 std::string Session::write_trace() {
   if (!trace_) return {};
-  return trace_->stop(nullptr);
+  trace_->stop();
+  return scope::write_trace(*trace_, nullptr);
 }
 
 void Session::stats(epprof_session_stats& out) const {

@@ -14,7 +14,8 @@
 #include "core/intern.h"
 #include "core/profiler.h"
 #include "epprof/session.h"
-#include "session/annotations.h"
+#include "scope/annotations.h"
+#include "scope/write_trace.h"
 #include "session/session.h"
 
 namespace epprof::abi {
@@ -177,6 +178,13 @@ bool is_number(const char* s) {
 }
 
 }  // namespace
+// Sessions receive every profiler scope's device records when it ends.
+const scope::DeviceRecordSubscriber kDeviceRecords{
+    [] { return epprof_session_any_active(epprof_session_active_word()) != 0; },
+    [](const epprof_record* records, size_t count) {
+      if (epprof_status* st = epprof_session_emit(records, count)) epprof_status_release(st);
+    }};
+
 }  // namespace epprof::session
 
 using epprof::abi::make_status;
@@ -188,6 +196,7 @@ extern "C" {
 EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* config, epprof_session_t* out) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_create";
+  epprof::scope::subscribe_device_records(&es::kDeviceRecords);
   if (!out) return null_argument(fn, "out");
   if (!config) return null_argument(fn, "config");
   constexpr size_t kMinSize = offsetof(epprof_session_config, trace_path) + sizeof(const char*);
@@ -536,7 +545,7 @@ EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint
     }
     out.push_back(std::move(x));
   }
-  if (!abi::with_profiler(profiler.handle, [&](core::Profiler& p) { es::annotate(&p, correlation_id, std::move(out)); }))
+  if (!abi::with_profiler(profiler.handle, [&](core::Profiler& p) { scope::annotate(&p, correlation_id, std::move(out)); }))
     return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed profiler handle");
   return nullptr;
   EPPROF_API_END

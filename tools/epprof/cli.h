@@ -37,7 +37,7 @@ bool parse_int(const char* text, int64_t min, int64_t max, int64_t* out);
 std::string executable_dir();
 
 // SIGINT, SIGTERM and SIGHUP for the commands that run long. Files are
-// written through exporter::AtomicFile, whose temporaries have no name until
+// written through io::AtomicFile, whose temporaries have no name until
 // committed, so exiting at once never leaves one behind; the handler runs
 // on the main thread (another thread passes the signal on), which blocks
 // signals while it renames a file into place, and removes the named

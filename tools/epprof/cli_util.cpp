@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "epprof/profiler.h"
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace epprof::cli {
 
@@ -58,7 +58,7 @@ void on_signal(int sig) {
   }
   if (!g_finish_current_work || g_pending_signal != 0) {
     epprof_remove_temporary_files();
-    exporter::remove_temporaries_at_exit();
+    io::remove_temporaries_at_exit();
     _exit(signal_exit_code(sig));
   }
   g_pending_signal = sig;

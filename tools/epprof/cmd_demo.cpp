@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "epprof/epprof.h"
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace epprof::cli {
 namespace {
@@ -206,7 +206,7 @@ int demo(const Options& opt) {
   const std::string plugin_path = opt.plugin.empty() ? default_plugin_path() : opt.plugin;
   // libepprof applies the other output rules; only the command knows its input.
   std::string path_error;
-  if (!exporter::check_output_path(opt.output, {plugin_path}, nullptr, &path_error)) {
+  if (!io::check_output_path(opt.output, {plugin_path}, nullptr, &path_error)) {
     std::fprintf(stderr, "epprof demo: %s\n", path_error.c_str());
     return kExitError;
   }

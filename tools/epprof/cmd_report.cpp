@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli.h"
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 #include "report/format.h"
 #include "report/report.h"
 #include "report/trace_model.h"
@@ -104,8 +104,8 @@ int run_report(int argc, char** argv) {
   // Opened first, so that a bad output path is refused before the trace is
   // read; the file appears only once it is complete.
   std::string error;
-  std::unique_ptr<exporter::AtomicFile> file;
-  if (!o.output.empty() && !(file = exporter::AtomicFile::create(o.output, &error, {o.trace}))) {
+  std::unique_ptr<io::AtomicFile> file;
+  if (!o.output.empty() && !(file = io::AtomicFile::create(o.output, &error, {o.trace}))) {
     std::fprintf(stderr, "epprof report: %s\n", error.c_str());
     return kExitError;
   }

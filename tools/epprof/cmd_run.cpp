@@ -26,7 +26,7 @@
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 #include "op_table.h"
 #include "run_counters.h"
 
@@ -384,7 +384,7 @@ void save_outputs(const std::string& dir, const std::vector<std::string>& inputs
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = session.outputs()[i].name;
     std::string error;
-    auto file = exporter::AtomicFile::create(dir + "/" + output_file_name(name), &error, inputs);
+    auto file = io::AtomicFile::create(dir + "/" + output_file_name(name), &error, inputs);
     if (!file || !file->write(rt::serialize_tensor_proto(outputs[i], name), &error) || !file->commit(&error))
       throw rt::Error(rt::ErrorKind::Io, "--save-outputs: " + error);
   }
@@ -406,7 +406,7 @@ int execute(const Options& o) {
   // Up front: libepprof applies the other output rules when it creates the
   // trace, but only the command knows its inputs.
   std::string path_error;
-  if (o.profile && !exporter::check_output_path(output, inputs, nullptr, &path_error))
+  if (o.profile && !io::check_output_path(output, inputs, nullptr, &path_error))
     throw rt::Error(rt::ErrorKind::Io, path_error);
   rt::SessionOptions so;
   so.providers = make_eps(o.eps);
@@ -470,7 +470,7 @@ int execute(const Options& o) {
     if (o.run_profiling) {
       rt::ProfilingOptions po;
       po.trace_path = run_trace_path(output, pass, r + 1);
-      if (!exporter::check_output_path(po.trace_path, inputs, nullptr, &path_error))
+      if (!io::check_output_path(po.trace_path, inputs, nullptr, &path_error))
         throw rt::Error(rt::ErrorKind::Io, path_error);
       po.scope_name = (pass ? "pass " + std::to_string(pass + 1) + " " : std::string()) + "run " + std::to_string(r + 1);
       po.plugins = plugins;

@@ -11,7 +11,7 @@
 
 #include "export/trace_sink.h"
 
-namespace epprof::session {
+namespace epprof::scope {
 
 using Annotations = std::unordered_map<uint64_t, std::vector<exporter::ExtraArg>>;
 
@@ -21,4 +21,4 @@ void annotate(const void* owner, uint64_t correlation_id, std::vector<exporter::
 // Removes and returns everything stored for `owner` (empty if nothing).
 Annotations take_annotations(const void* owner);
 
-}  // namespace epprof::session
+}  // namespace epprof::scope

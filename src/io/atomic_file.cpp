@@ -1,4 +1,4 @@
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include <ctime>
 #include <utility>
 
-namespace epprof::exporter {
+namespace epprof::io {
 
 namespace {
 
@@ -279,4 +279,4 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-}  // namespace epprof::exporter
+}  // namespace epprof::io

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace epprof::exporter {
+namespace epprof::io {
 
 // Applies the rules above to `path` without creating anything. `inputs` are
 // the paths the command reads (ones that do not exist are ignored). On
@@ -97,4 +97,4 @@ class AtomicFile {
   bool done_ = false;  // committed, or commit failed and cleaned up
 };
 
-}  // namespace epprof::exporter
+}  // namespace epprof::io

@@ -1,8 +1,8 @@
-#include "session/annotations.h"
+#include "scope/annotations.h"
 
 #include <mutex>
 
-namespace epprof::session {
+namespace epprof::scope {
 namespace {
 
 std::mutex g_mu;
@@ -28,4 +28,4 @@ Annotations take_annotations(const void* owner) {
   return out;
 }
 
-}  // namespace epprof::session
+}  // namespace epprof::scope

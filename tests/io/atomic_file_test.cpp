@@ -1,4 +1,4 @@
-#include "export/atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace epprof::exporter {
+namespace epprof::io {
 namespace {
 
 namespace fs = std::filesystem;
@@ -339,4 +339,4 @@ TEST(AtomicFile, NamedTemporariesAreRemovedByAnExitingHandler) {
 }
 
 }  // namespace
-}  // namespace epprof::exporter
+}  // namespace epprof::io

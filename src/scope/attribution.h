@@ -1,0 +1,51 @@
+// The way out of a scope, stage 3: attribution. Every device event names,
+// by correlation id, the host event that caused it; the merged host stream
+// resolves each id named (the first, outermost, host event with it wins),
+// and a device event with no id, or an id no host event of the scope has,
+// stays unattributed and is counted.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/record.h"
+#include "epprof/session.h"
+#include "export/trace_sink.h"
+#include "scope/device_events.h"
+
+namespace epprof::scope {
+
+class Attribution {
+ public:
+  // The ids `device` names, still unresolved.
+  explicit Attribution(const DeviceEvents& device);
+
+  // Offers a host event, in merged order (cheap when no device event
+  // names its id).
+  void host_event(const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns) {
+    if (by_id_.empty()) return;
+    auto it = by_id_.find(r.correlation_id);
+    if (it != by_id_.end() && !it->second.resolved) resolve(it->second, r, name, tid, ts_ns);
+  }
+
+  // What device event `e` is attributed to: nullptr for a non-device event
+  // without an id; otherwise an attribution, unresolved (and counted) when
+  // no host event has its id.
+  const exporter::Attribution* of(const epprof_event& e);
+  uint64_t unattributed() const { return unattributed_; }
+
+ private:
+  static void resolve(exporter::Attribution& a, const core::Record& r, std::string_view name, int64_t tid,
+                      int64_t ts_ns);
+
+  std::unordered_map<uint64_t, exporter::Attribution> by_id_;  // only ids device events name
+  uint64_t unattributed_ = 0;
+};
+
+// A device event as a session record (epprof/session.h), with its
+// attribution; `t0` turns the trace's relative time back into host-clock
+// time.
+epprof_record session_record(const epprof_event& e, const exporter::Attribution* a, uint32_t ep, int64_t t0);
+
+}  // namespace epprof::scope

@@ -1,0 +1,36 @@
+// The way out of a scope: what happens when a profiler stops. Its stages
+// run in this order, each in its own file:
+//   1. collect   the EP profilers' events          (scope/device_events.*)
+//   2. merge     the host streams, by time         (core/merge.*)
+//   3. attribute device events to host events      (scope/attribution.*)
+//   4. flows     node → device work, and sessions  (here)
+//   5. sinks     the trace writer                  (export/*, behind exporter::TraceSink)
+// and the trace file is committed last.
+#pragma once
+
+#include <string>
+
+#include "core/profiler.h"
+#include "epprof/profiler.h"
+#include "epprof/session.h"
+
+namespace epprof::scope {
+
+// Stage 4 also hands the scope's device records (epprof_record, with their
+// attribution) to a subscriber: the tool-side sessions (src/session/)
+// subscribe when the first one is created, so the way out knows nothing of
+// them. `wants` is asked once per scope; records are built only if it says
+// yes.
+struct DeviceRecordSubscriber {
+  bool (*wants)();
+  void (*deliver)(const epprof_record* records, size_t count);
+};
+// `subscriber` has static storage; the last call wins. Thread-safe.
+void subscribe_device_records(const DeviceRecordSubscriber* subscriber) noexcept;
+
+// Writes the trace of `profiler`, which has stopped, into its file and
+// commits it; fills `stats` when not null. Returns an empty string, or the
+// reason the trace could not be written (naming the path).
+std::string write_trace(core::Profiler& profiler, epprof_trace_stats* stats);
+
+}  // namespace epprof::scope
