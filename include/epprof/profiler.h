@@ -136,7 +136,9 @@ typedef struct epprof_profiler_t {
 /* Timestamp encoding of the written trace. */
 typedef enum epprof_timestamp_format {
   EPPROF_TIMESTAMPS_FRACTIONAL_US = 0, /* ts/dur in µs with ns digits (default) */
-  EPPROF_TIMESTAMPS_INTEGER_US = 1     /* integer µs, as ONNX Runtime writes */
+  EPPROF_TIMESTAMPS_INTEGER_US = 1     /* integer µs, as ONNX Runtime writes: both ends of a
+                                        * slice to the nearest µs; a nonzero slice under 1 µs
+                                        * is written 1 µs long with a "dur_ns" arg */
 } epprof_timestamp_format;
 
 /* Filled by the caller. `size` must be set to sizeof(epprof_profiler_config);

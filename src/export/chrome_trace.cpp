@@ -9,7 +9,24 @@ namespace {
 
 constexpr size_t kJsonCacheLimit = 4096;
 
+// The nearest µs, halves up, for negative times too (floor division).
+int64_t nearest_us(int64_t ns) {
+  const int64_t n = ns + 500;
+  return n >= 0 ? n / 1000 : -((-(n + 1)) / 1000) - 1;
+}
+
 }  // namespace
+
+ChromeTraceSink::Slice ChromeTraceSink::integer_slice(int64_t ts_ns, int64_t dur_ns) {
+  // Both ends round to the nearest µs, so totals stay unbiased and a slice
+  // inside another stays inside it. A slice of nonzero length that would
+  // round to nothing is written 1 µs long (its exact length is its dur_ns
+  // arg), so viewers still draw it.
+  const int64_t ts = nearest_us(ts_ns);
+  int64_t dur = nearest_us(ts_ns + dur_ns) - ts;
+  if (dur == 0 && dur_ns > 0) dur = 1;
+  return {ts, dur};
+}
 
 const char* category_name(uint8_t category) noexcept {
   static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter"};
@@ -39,7 +56,27 @@ void ChromeTraceSink::common(const char* cat, std::string_view name, int64_t pid
   w_.raw(",\"tid\":");
   w_.i64(tid);
   w_.raw(",\"ts\":");
-  w_.micros(ts_ns, integer_);
+  if (integer_)
+    w_.i64(nearest_us(ts_ns));
+  else
+    w_.micros(ts_ns, false);
+}
+
+void ChromeTraceSink::dur(int64_t ts_ns, int64_t dur_ns) {
+  w_.raw(",\"dur\":");
+  if (integer_)
+    w_.i64(integer_slice(ts_ns, dur_ns).dur);
+  else
+    w_.micros(dur_ns, false);
+}
+
+bool ChromeTraceSink::write_exact_dur(int64_t dur_ns, bool first) {
+  if (!integer_ || dur_ns <= 0 || dur_ns >= 1000) return first;
+  if (!first) w_.raw(',');
+  w_.raw("\"dur_ns\":\"");
+  w_.i64(dur_ns);
+  w_.raw('"');
+  return false;
 }
 
 void ChromeTraceSink::json_arg_value(std::string_view text) {
@@ -60,8 +97,7 @@ void ChromeTraceSink::json_arg_value(std::string_view text) {
 
 void ChromeTraceSink::host_event(const HostEventOut& e) {
   common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
-  w_.raw(",\"dur\":");
-  w_.micros(e.dur_ns, integer_);
+  dur(e.ts_ns, e.dur_ns);
   w_.raw(",\"ph\":\"X\",\"args\":{");
   core::ArgIterator it(e.record);
   core::ArgView a;
@@ -91,6 +127,7 @@ void ChromeTraceSink::host_event(const HostEventOut& e) {
       w_.string(x.value);
     }
   }
+  first = write_exact_dur(e.dur_ns, first);
   if (!first) w_.raw(',');
   w_.raw("\"correlation_id\":\"");
   w_.u64(e.correlation_id);
@@ -110,8 +147,7 @@ void ChromeTraceSink::counter(int64_t pid, int64_t tid, int64_t ts_ns, std::stri
 
 void ChromeTraceSink::device_event(const DeviceEventOut& e) {
   common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
-  w_.raw(",\"dur\":");
-  w_.micros(e.dur_ns, integer_);
+  dur(e.ts_ns, e.dur_ns);
   w_.raw(",\"ph\":\"X\",\"args\":{");
   bool first = true;
   auto field = [&](std::string_view k, std::string_view v) {
@@ -149,6 +185,7 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
       field("unattributed", "true");
     }
   }
+  write_exact_dur(e.dur_ns, first);
   w_.raw("}}");
 }
 

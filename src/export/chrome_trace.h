@@ -19,8 +19,17 @@ const char* category_name(uint8_t category) noexcept;
 
 class ChromeTraceSink final : public TraceSink {
  public:
-  // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs.
+  // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs,
+  // as ONNX Runtime writes them: both ends of a slice round to the nearest
+  // µs; a nonzero slice shorter than that is written 1 µs long and carries
+  // its exact length as a "dur_ns" arg.
   ChromeTraceSink(int fd, bool integer_timestamps);
+
+  struct Slice {
+    int64_t ts, dur;  // µs
+  };
+  // The integer µs written for a slice of `dur_ns` from `ts_ns`.
+  static Slice integer_slice(int64_t ts_ns, int64_t dur_ns);
 
   void host_event(const HostEventOut& e) override;
   void device_event(const DeviceEventOut& e) override;
@@ -38,6 +47,10 @@ class ChromeTraceSink final : public TraceSink {
   void open_item();
   void common(const char* cat, std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns);
   void json_arg_value(std::string_view text);
+  void dur(int64_t ts_ns, int64_t dur_ns);
+  // Integer µs only: a slice under 1 µs gets a "dur_ns" arg. Returns the
+  // new `first` of the args object.
+  bool write_exact_dur(int64_t dur_ns, bool first);
   void meta_value(const MetaValue& v);
 
   JsonWriter w_;

@@ -434,6 +434,12 @@ TEST(ProfilerTrace, IntegerTimestampsAndMetadata) {
   const int64_t t = epprof_clock_now_ns();
   EPPROF_ASSERT_OK(epprof_event_record(p, EPPROF_CATEGORY_SESSION, name_id("model_loading_uri"),
                                        epprof_correlation_id_next(), t, 2500000, nullptr, 0));
+  // Under a microsecond: written 1 us long, the exact length in dur_ns.
+  EPPROF_ASSERT_OK(epprof_event_record(p, EPPROF_CATEGORY_KERNEL, name_id("tiny_kernel"),
+                                       epprof_correlation_id_next(), t + 4000000, 300, nullptr, 0));
+  // An instant stays one.
+  EPPROF_ASSERT_OK(epprof_event_record(p, EPPROF_CATEGORY_SESSION, name_id("instant"),
+                                       epprof_correlation_id_next(), t + 5000000, 0, nullptr, 0));
   EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
   EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
   // Integer mode: no decimal point in any ts/dur.
@@ -449,8 +455,18 @@ TEST(ProfilerTrace, IntegerTimestampsAndMetadata) {
   EXPECT_EQ(text.find("\"dur\":2500,"), text.find("\"dur\":2500"));
   EXPECT_NE(text.find("\"dur\":2500"), std::string::npos) << text;
   auto events = read_trace(path);
-  bool meta = false, thread = false;
+  bool meta = false, thread = false, tiny = false, instant = false;
   for (auto& e : events) {
+    if (e.name == "tiny_kernel") {
+      tiny = true;
+      EXPECT_EQ(e.dur, 1);
+      EXPECT_EQ(e.arg("dur_ns"), "300");
+    }
+    if (e.name == "instant") {
+      instant = true;
+      EXPECT_EQ(e.dur, 0);
+      EXPECT_FALSE(e.has_arg("dur_ns"));
+    }
     if (e.name == "epprof_metadata") {
       meta = true;
       EXPECT_EQ(e.cat, "Metadata");
@@ -465,6 +481,8 @@ TEST(ProfilerTrace, IntegerTimestampsAndMetadata) {
   }
   EXPECT_TRUE(meta);
   EXPECT_TRUE(thread);
+  EXPECT_TRUE(tiny);
+  EXPECT_TRUE(instant);
 }
 
 }  // namespace

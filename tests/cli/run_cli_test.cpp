@@ -17,6 +17,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -365,6 +366,57 @@ TEST(RunCli, CounterNamesAreCheckedWithSuggestions) {
 }
 
 // ---- the analysis tools on what `epprof run` writes ----
+
+// The default trace has ONNX Runtime's integer microseconds; device slices
+// under a microsecond (the OpenCL EP's small kernels) are written 1 us long
+// with their exact length in a dur_ns arg. --timestamps fractional keeps
+// the ns digits.
+TEST(RunCliTimestamps, IntegerMicrosecondsByDefaultFractionalOnRequest) {
+  TempDir dir;
+  const std::regex number("\"(ts|dur)\":(-?[0-9]+(\\.[0-9]+)?)");
+  auto scan = [&](const std::string& path, size_t* fractional, size_t* values) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    *fractional = *values = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+      ++*values;
+      if ((*it)[3].matched) ++*fractional;
+    }
+    return text;
+  };
+  auto args_for = [&](const std::string& output) {
+    std::vector<std::string> args = {kModels + "/cnn.onnx", "--runs", "3", "--no-table", "--output", output};
+#ifdef EPPROF_HAVE_OPENCL_EP
+    args.insert(args.end(), {"--ep", "opencl,cpu"});
+#endif
+    return args;
+  };
+  Result r = epprof(args_for(dir.file("i.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t fractional = 0, values = 0;
+  scan(dir.file("i.json"), &fractional, &values);
+  EXPECT_GT(values, 100u);
+  EXPECT_EQ(fractional, 0u) << "every ts and dur an integer";
+  for (const auto& e : epprof::testing::read_trace(dir.file("i.json"))) {
+    const std::string exact = e.arg("dur_ns");
+    if (exact.empty()) continue;
+    EXPECT_EQ(e.dur, 1) << e.name;
+    EXPECT_TRUE(std::stoll(exact) >= 1 && std::stoll(exact) <= 999) << e.name << ": dur_ns " << exact;
+  }
+  r = epprof_cmd("validate", {dir.file("i.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  std::vector<std::string> args = args_for(dir.file("f.json"));
+  args.insert(args.end(), {"--timestamps", "fractional"});
+  r = epprof(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = scan(dir.file("f.json"), &fractional, &values);
+  EXPECT_GT(fractional, values / 2) << "ns digits on most";
+  EXPECT_EQ(text.find("\"dur_ns\""), std::string::npos);
+  r = epprof({kModels + "/cnn.onnx", "--timestamps", "seconds"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--timestamps wants integer or fractional, not 'seconds'"), std::string::npos) << r.output;
+}
 
 TEST(RunCliTools, ValidateAndReportAcceptEveryKindOfRunTrace) {
   TempDir dir;

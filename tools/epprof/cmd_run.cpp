@@ -50,7 +50,7 @@ struct Options {
   std::string save_outputs;
   bool run_profiling = false;
   bool profile = true;
-  bool integer_timestamps = false;
+  bool integer_timestamps = true;
   bool table = true;
   CounterOptions counters;  // --counters, --replay (run_counters.h)
 };
@@ -91,7 +91,10 @@ void print_help() {
       "  --output PATH        trace file (default: epprof_<model>.json in the current directory)\n"
       "  --run-profiling      also profile each run on its own: PATH without .json + .run<N>.json\n"
       "  --plugin PATH        add an EP profiler plugin (e.g. build/lib/libepprof_example.so)\n"
-      "  --integer-timestamps write ts/dur as integer microseconds, as ONNX Runtime does\n"
+      "  --timestamps FORMAT  integer (default): ts/dur in whole microseconds, as ONNX\n"
+      "                       Runtime writes them (both ends to the nearest us; a slice\n"
+      "                       under 1 us is written 1 us long with its exact length in\n"
+      "                       a dur_ns arg); fractional: us with ns digits\n"
       "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
       "                       ('/' in a name becomes '_'); not when the runs stop early\n"
@@ -186,7 +189,13 @@ int parse(int argc, char** argv, Options& o) {
       o.run_profiling = true;
     } else if (a == "--no-profile") {
       o.profile = false;
-    } else if (a == "--integer-timestamps") {
+    } else if (a == "--timestamps") {
+      const std::string format = (v = need(i)) ? v : "";
+      if (format != "integer" && format != "fractional")
+        return usage_error(kCommand, "--timestamps wants integer or fractional" +
+                                         (v ? ", not '" + format + "'" : std::string()));
+      o.integer_timestamps = format == "integer";
+    } else if (a == "--integer-timestamps") {  // from before --timestamps; integer is the default now
       o.integer_timestamps = true;
     } else if (a == "--no-table") {
       o.table = false;
