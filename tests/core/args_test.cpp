@@ -13,6 +13,28 @@ namespace {
 
 using namespace epprof::core;
 
+// `lone` written by encode_args and by `fast` (a hot-path encoder) gives
+// the same one slot, which reads back as one INT64 arg {key, value}.
+void expect_fast_slot_matches_the_general_encoding(const epprof_arg& lone, void (*fast)(Record*, const epprof_arg&),
+                                                   uint32_t key, int64_t value) {
+  ArgPlan plan;
+  ASSERT_EQ(plan_args("test", &lone, 1, /*sets_allowed=*/true, plan), nullptr);
+  ASSERT_EQ(slots_for_bytes(plan.bytes), 1u);
+  Record general[2] = {}, fast_slots[2] = {};
+  general[0].arg_slots = fast_slots[0].arg_slots = 1;
+  encode_args(reinterpret_cast<unsigned char*>(general + 1), &lone, 1, plan);
+  fast(fast_slots + 1, lone);
+  EXPECT_EQ(std::memcmp(general + 1, fast_slots + 1, kSlotBytes), 0) << value;
+
+  ArgIterator it(fast_slots);
+  ArgView v;
+  ASSERT_TRUE(it.next(v));
+  EXPECT_EQ(v.key, key);
+  EXPECT_TRUE(v.is_int);
+  EXPECT_EQ(v.i64, value);
+  EXPECT_FALSE(it.next(v));
+}
+
 TEST(Args, LoneSetSlotMatchesTheGeneralEncoding) {
   epprof_arg inner{intern("k"), EPPROF_ARG_INT64, {}};
   inner.value.i64 = 42;
@@ -20,44 +42,17 @@ TEST(Args, LoneSetSlotMatchesTheGeneralEncoding) {
   ASSERT_EQ(intern_arg_set(&inner, 1, &set), nullptr);
   epprof_arg lone{0, EPPROF_ARG_SET, {}};
   lone.value.set = set;
-  ArgPlan plan;
-  ASSERT_EQ(plan_args("test", &lone, 1, /*sets_allowed=*/true, plan), nullptr);
-  ASSERT_EQ(slots_for_bytes(plan.bytes), 1u);
-  Record general[2] = {}, fast[2] = {};
-  general[0].arg_slots = fast[0].arg_slots = 1;
-  encode_args(reinterpret_cast<unsigned char*>(general + 1), &lone, 1, plan);
-  encode_lone_set(fast + 1, set);
-  EXPECT_EQ(std::memcmp(general + 1, fast + 1, kSlotBytes), 0);
-
-  ArgIterator it(fast);
-  ArgView v;
-  ASSERT_TRUE(it.next(v));
-  EXPECT_EQ(v.key, intern("k"));
-  EXPECT_TRUE(v.is_int);
-  EXPECT_EQ(v.i64, 42);
-  EXPECT_FALSE(it.next(v));
+  expect_fast_slot_matches_the_general_encoding(
+      lone, [](Record* slot, const epprof_arg& a) { encode_lone_set(slot, a.value.set); }, intern("k"), 42);
 }
 
 TEST(Args, LoneIntSlotMatchesTheGeneralEncoding) {
   for (const int64_t value : {int64_t(0), int64_t(-1), INT64_MIN, INT64_MAX, int64_t(0x0123456789abcdef)}) {
     epprof_arg lone{intern("run_id"), EPPROF_ARG_INT64, {}};
     lone.value.i64 = value;
-    ArgPlan plan;
-    ASSERT_EQ(plan_args("test", &lone, 1, /*sets_allowed=*/true, plan), nullptr);
-    ASSERT_EQ(slots_for_bytes(plan.bytes), 1u);
-    Record general[2] = {}, fast[2] = {};
-    general[0].arg_slots = fast[0].arg_slots = 1;
-    encode_args(reinterpret_cast<unsigned char*>(general + 1), &lone, 1, plan);
-    encode_lone_int(fast + 1, lone.key, value);
-    EXPECT_EQ(std::memcmp(general + 1, fast + 1, kSlotBytes), 0) << value;
-
-    ArgIterator it(fast);
-    ArgView v;
-    ASSERT_TRUE(it.next(v));
-    EXPECT_EQ(v.key, intern("run_id"));
-    EXPECT_TRUE(v.is_int);
-    EXPECT_EQ(v.i64, value);
-    EXPECT_FALSE(it.next(v));
+    expect_fast_slot_matches_the_general_encoding(
+        lone, [](Record* slot, const epprof_arg& a) { encode_lone_int(slot, a.key, a.value.i64); }, intern("run_id"),
+        value);
   }
 }
 
