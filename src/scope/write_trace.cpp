@@ -22,10 +22,13 @@ using exporter::MetaValue;
 
 std::atomic<const DeviceRecordSubscriber*> g_subscriber{nullptr};
 
+// What the scope wrote, for the metadata record and the caller's stats.
 struct Counts {
   uint64_t host_events = 0;
   uint64_t device_events = 0;
   uint64_t unattributed = 0;
+  uint64_t plugin_errors = 0;
+  core::RecorderStats recorder;  // once the host events are merged
 };
 
 // Stage 2: every host event, merged by time from every stream and spilled
@@ -95,8 +98,7 @@ void write_device_events(const core::Profiler& p, const DeviceEvents& device, in
 
 // Stage 5's last items: track names and the metadata record.
 void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& conv, const DeviceEvents& device,
-                               const Counts& counts, int64_t pid, exporter::TraceSink& sink,
-                               uint64_t* plugin_errors) {
+                               const Counts& counts, int64_t pid, exporter::TraceSink& sink) {
   sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
   for (const auto& s : p.recorder().streams()) {
@@ -105,7 +107,7 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
   }
   for (const auto& t : device.tracks) sink.track_name(t);
 
-  const core::RecorderStats rs = p.recorder().stats();
+  const core::RecorderStats& rs = counts.recorder;
   const int64_t t0 = p.start_pair().ns;
   exporter::MetadataFields meta;
   meta.emplace_back("epprof_version", MetaValue::string(epprof_version()));
@@ -131,7 +133,6 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
     MetaValue info = MetaValue::object();
     for (const auto& kv : device.sinks[i].metadata) info.add(kv.first, MetaValue::string(kv.second));
     plugins.add(eps[i]->name(), std::move(info));
-    *plugin_errors += eps[i]->error_count();
     for (const auto& err : eps[i]->errors()) {
       MetaValue e = MetaValue::object();
       e.add("plugin", MetaValue::string(err.plugin));
@@ -165,15 +166,16 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
   write_device_events(p, device, pid, sink, attribution);
   counts.device_events = device.events.size();
   counts.unattributed = attribution.unattributed();
-  uint64_t plugin_errors = 0;
-  write_tracks_and_metadata(p, conv, device, counts, pid, sink, &plugin_errors);
+  counts.recorder = p.recorder().stats();
+  for (const auto& ep : p.eps()) counts.plugin_errors += ep->error_count();
+  write_tracks_and_metadata(p, conv, device, counts, pid, sink);
 
   std::string error;
   if (!sink.finish(&error) || !p.file().commit(&error))
     return "cannot write trace '" + p.config().trace_path + "': " + error;
 
   if (stats) {
-    const core::RecorderStats rs = p.recorder().stats();
+    const core::RecorderStats& rs = counts.recorder;
     epprof_trace_stats out{};
     out.size = sizeof out;
     out.host_events = counts.host_events;
@@ -181,7 +183,7 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
     out.dropped_events = rs.dropped_events;
     out.unattributed_device_events = counts.unattributed;
     out.spilled_bytes = rs.spilled_bytes;
-    out.plugin_errors = plugin_errors;
+    out.plugin_errors = counts.plugin_errors;
     std::memcpy(stats, &out, std::min(stats->size, sizeof out));
     stats->size = std::min(stats->size, sizeof out);
   }
