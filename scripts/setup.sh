@@ -9,6 +9,8 @@ packages=(
   cmake make g++ clang libclang-rt-14-dev pkg-config
   # library, tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev nlohmann-json3-dev
+  # SQLite traces (the library, and the shell the README's example queries use)
+  libsqlite3-dev sqlite3
   # reference ONNX runtime
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler libopenblas-dev
   # OpenCL plugin (CPU device through PoCL) and hardware counters

@@ -141,6 +141,15 @@ typedef enum epprof_timestamp_format {
                                         * is written 1 µs long with a "dur_ns" arg */
 } epprof_timestamp_format;
 
+/* File format of the written trace. */
+typedef enum epprof_trace_format {
+  EPPROF_TRACE_FORMAT_AUTO = 0,  /* by the path's extension: ".db", ".sqlite" or ".sqlite3"
+                                  * is SQLite, anything else JSON (default) */
+  EPPROF_TRACE_FORMAT_JSON = 1,  /* Chrome trace JSON, a superset of ONNX Runtime's profile */
+  EPPROF_TRACE_FORMAT_SQLITE = 2 /* a SQLite database, times in ns (schema in README.md);
+                                  * timestamp_format does not apply */
+} epprof_trace_format;
+
 /* Filled by the caller. `size` must be set to sizeof(epprof_profiler_config);
  * epprof reads only the fields that size covers, so the struct can grow.
  * Zero fields take their defaults. */
@@ -161,9 +170,10 @@ typedef struct epprof_profiler_config {
   /* Directory for spill files (unlinked at once, so none is left behind).
    * Default: the trace file's directory. */
   const char* spill_directory;
-  /* An epprof_timestamp_format. */
+  /* An epprof_timestamp_format (JSON traces). */
   uint32_t timestamp_format;
-  uint32_t reserved;
+  /* An epprof_trace_format. */
+  uint32_t trace_format;
 } epprof_profiler_config;
 
 /* Counts of what a stopped profiler wrote. `size` as for the config. */

@@ -54,6 +54,7 @@ EPPROF_PIN(epprof_profiler_config, memory_budget_bytes, 24);
 EPPROF_PIN(epprof_profiler_config, disk_budget_bytes, 32);
 EPPROF_PIN(epprof_profiler_config, spill_directory, 40);
 EPPROF_PIN(epprof_profiler_config, timestamp_format, 48);
+EPPROF_PIN(epprof_profiler_config, trace_format, 52);
 EPPROF_PIN(epprof_trace_stats, size, 0);
 EPPROF_PIN(epprof_trace_stats, host_events, 8);
 EPPROF_PIN(epprof_trace_stats, device_events, 16);

@@ -18,6 +18,7 @@
 #include "io/atomic_file.h"
 #include "scope/annotations.h"
 #include "scope/write_trace.h"
+#include "tracedb/schema.h"
 
 namespace epprof::abi {
 namespace {
@@ -278,8 +279,13 @@ EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* c
   if (c.timestamp_format > EPPROF_TIMESTAMPS_INTEGER_US)
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown timestamp_format " +
                                                     std::to_string(c.timestamp_format));
+  if (c.trace_format > EPPROF_TRACE_FORMAT_SQLITE)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown trace_format " +
+                                                    std::to_string(c.trace_format));
   core::ProfilerConfig pc;
   pc.trace_path = c.trace_path;
+  pc.sqlite = c.trace_format == EPPROF_TRACE_FORMAT_SQLITE ||
+              (c.trace_format == EPPROF_TRACE_FORMAT_AUTO && tracedb::is_database_path(pc.trace_path));
   if (c.scope_name && *c.scope_name) pc.scope_name = c.scope_name;
   if (c.memory_budget_bytes) pc.memory_budget_bytes = std::max<uint64_t>(c.memory_budget_bytes, 1 << 20);
   if (c.disk_budget_bytes) pc.disk_budget_bytes = c.disk_budget_bytes;

@@ -32,6 +32,7 @@ struct ProfilerConfig {
   uint64_t disk_budget_bytes = 16ull << 30;
   std::string spill_dir;
   bool integer_timestamps = false;
+  bool sqlite = false;  // a SQLite database rather than JSON
 };
 
 // What an event needs to know about its profiler, kept in one word beside

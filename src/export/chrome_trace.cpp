@@ -28,12 +28,6 @@ ChromeTraceSink::Slice ChromeTraceSink::integer_slice(int64_t ts_ns, int64_t dur
   return {ts, dur};
 }
 
-const char* category_name(uint8_t category) noexcept {
-  static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == 6, "one name per epprof_category");
-  return category < 6 ? kNames[category] : "Unknown";
-}
-
 ChromeTraceSink::ChromeTraceSink(int fd, bool integer_timestamps)
     : w_(fd), integer_(integer_timestamps) {
   w_.raw("[\n");
@@ -160,12 +154,8 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
   const Attribution* a = e.attribution;
   for (size_t i = 0; i < e.keys->size(); ++i) {
     // Attribution is the host's word: a plugin arg of the same name yields.
-    const std::string& k = (*e.keys)[i];
-    if (a && (k == "correlation_id" || k == "unattributed" ||
-              ((a->is_node || a->resolved) && k == "parent_name") ||
-              (a->is_node && (k == "op_name" || k == "node_index"))))
-      continue;
-    field(k, (*e.values)[i]);
+    if (attribution_replaces(a, (*e.keys)[i])) continue;
+    field((*e.keys)[i], (*e.values)[i]);
   }
   if (a) {
     if (a->correlation_id) {  // 0: the device event came with no id
@@ -216,38 +206,9 @@ void ChromeTraceSink::metadata(int64_t pid, const MetadataFields& fields) {
     if (i) w_.raw(',');
     w_.string(fields[i].first);
     w_.raw(':');
-    meta_value(fields[i].second);
+    write_meta_value(w_, fields[i].second);
   }
   w_.raw("}}");
-}
-
-void ChromeTraceSink::meta_value(const MetaValue& v) {
-  switch (v.kind) {
-    case MetaValue::Kind::kString:
-      w_.string(v.str);
-      break;
-    case MetaValue::Kind::kInt:
-      w_.i64(v.i64);
-      break;
-    case MetaValue::Kind::kObject:
-      w_.raw('{');
-      for (size_t i = 0; i < v.members.size(); ++i) {
-        if (i) w_.raw(',');
-        w_.string(v.members[i].first);
-        w_.raw(':');
-        meta_value(v.members[i].second);
-      }
-      w_.raw('}');
-      break;
-    case MetaValue::Kind::kArray:
-      w_.raw('[');
-      for (size_t i = 0; i < v.items.size(); ++i) {
-        if (i) w_.raw(',');
-        meta_value(v.items[i]);
-      }
-      w_.raw(']');
-      break;
-  }
 }
 
 bool ChromeTraceSink::finish(std::string* error) {

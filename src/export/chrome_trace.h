@@ -13,10 +13,6 @@
 
 namespace epprof::exporter {
 
-// ONNX Runtime's category spellings ("Session", "Node", "Kernel", "Api"),
-// then epprof's ("Memcpy", "Counter"); "Unknown" past the end.
-const char* category_name(uint8_t category) noexcept;
-
 class ChromeTraceSink final : public TraceSink {
  public:
   // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs,
@@ -51,7 +47,6 @@ class ChromeTraceSink final : public TraceSink {
   // Integer µs only: a slice under 1 µs gets a "dur_ns" arg. Returns the
   // new `first` of the args object.
   bool write_exact_dur(int64_t dur_ns, bool first);
-  void meta_value(const MetaValue& v);
 
   JsonWriter w_;
   bool integer_;

@@ -28,7 +28,13 @@ void JsonWriter::fail(const char* what, int err) {
   len_ = 0;
 }
 
+JsonWriter::JsonWriter(std::string* out, size_t buffer_size) : JsonWriter(-1, buffer_size) { out_ = out; }
+
 bool JsonWriter::write_all(const char* data, size_t n) {
+  if (out_) {
+    out_->append(data, n);
+    return true;
+  }
   while (n > 0) {
     const ssize_t w = ::write(fd_, data, n);
     if (w < 0) {

@@ -29,6 +29,9 @@ class JsonWriter {
   // Does not take ownership of fd. If the buffer cannot be allocated the
   // writer starts in the failed state.
   explicit JsonWriter(int fd, size_t buffer_size = kDefaultBufferSize);
+  // Writes into *out (appended at each flush) instead of a file: small JSON
+  // values that go into another container (the SQLite trace's metadata).
+  explicit JsonWriter(std::string* out, size_t buffer_size = kMinBufferSize);
   // Does NOT flush: the fd may already be closed or reused by then, and a
   // silent failure here would hide a truncated trace. Call flush() and check.
   ~JsonWriter() = default;
@@ -137,6 +140,7 @@ class JsonWriter {
   void fail(const char* what, int err);
 
   int fd_;
+  std::string* out_ = nullptr;
   std::unique_ptr<char[]> buf_;
   size_t cap_ = 0;
   size_t len_ = 0;

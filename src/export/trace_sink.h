@@ -14,6 +14,10 @@
 
 namespace epprof::exporter {
 
+// ONNX Runtime's category spellings ("Session", "Node", "Kernel", "Api"),
+// then epprof's ("Memcpy", "Counter"); "Unknown" past the end.
+const char* category_name(uint8_t category) noexcept;
+
 // An arg attached to a host event after it was recorded
 // (epprof_event_annotate): written after the event's own args. `number`:
 // the value is numeric, so a NODE event also gets a counter track for it.
@@ -46,6 +50,11 @@ struct Attribution {
   int64_t host_tid;
   int64_t host_ts_ns;
 };
+
+// Attribution is the host's word: a plugin's device event arg of the same
+// name as one that attribution writes (correlation_id, parent_name,
+// op_name, node_index, unattributed) yields to it.
+bool attribution_replaces(const Attribution* a, std::string_view key);
 
 struct DeviceEventOut {
   uint8_t category;
@@ -100,6 +109,10 @@ struct MetaValue {
   }
 };
 using MetadataFields = std::vector<std::pair<std::string, MetaValue>>;
+
+class JsonWriter;
+// The JSON text of `v`.
+void write_meta_value(JsonWriter& w, const MetaValue& v);
 
 class TraceSink {
  public:

@@ -232,6 +232,41 @@ bool AtomicFile::write(std::string_view data, std::string* error) {
   return true;
 }
 
+// Links the unnamed temporary to a fresh hidden name in the target's
+// directory; the caller blocks signals, so the name is remembered for
+// remove_temporaries_at_exit() before any handler can run.
+bool AtomicFile::name_temporary(std::string* error) {
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+  for (int attempt = 0;; ++attempt) {
+    std::string temp = temp_name(target_path_);
+    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      named_slot_ = remember_named(temp);
+      temp_path_ = std::move(temp);
+      return true;
+    }
+    if (errno != EEXIST || attempt == 100) {
+      *error = "cannot create a file in '" + dir_of(target_path_) + "': " + reason(errno);
+      return false;
+    }
+  }
+}
+
+std::string AtomicFile::temporary_path(std::string* error) {
+  if (done_ || fd_ < 0) {
+    if (error) *error = "'" + final_path_ + "' was already committed";
+    return {};
+  }
+  if (temp_path_.empty()) {
+    SignalsBlocked blocked;
+    std::string e;
+    if (!name_temporary(&e)) {
+      if (error) *error = e;
+      return {};
+    }
+  }
+  return temp_path_;
+}
+
 bool AtomicFile::commit(std::string* error) {
   auto failed = [&](std::string msg) {
     if (error) *error = std::move(msg);
@@ -247,18 +282,8 @@ bool AtomicFile::commit(std::string* error) {
     return false;
   }
   SignalsBlocked blocked;
-  if (temp_path_.empty()) {
-    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
-    for (int attempt = 0; temp_path_.empty(); ++attempt) {
-      std::string temp = temp_name(target_path_);
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-        named_slot_ = remember_named(temp);
-        temp_path_ = std::move(temp);
-      } else if (errno != EEXIST || attempt == 100) {
-        return failed("cannot create a file in '" + dir_of(target_path_) + "': " + reason(errno));
-      }
-    }
-  }
+  std::string name_error;
+  if (temp_path_.empty() && !name_temporary(&name_error)) return failed(name_error);
   // close() can report deferred write errors (NFS, quotas): the data is bad.
   // EINTR is not one: on Linux the fd is closed and nothing was lost.
   const int fd = std::exchange(fd_, -1);

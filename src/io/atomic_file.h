@@ -64,6 +64,14 @@ class AtomicFile {
   const std::string& final_path() const { return final_path_; }
   const std::string& target_path() const { return target_path_; }
 
+  // Gives the temporary its name now rather than at commit() and returns
+  // it, for writers that need a path rather than fd() (SQLite, which would
+  // resolve "/proc/self/fd/N" to a new file). It is a hidden file beside
+  // the target, removed like any named temporary: by the destructor, by a
+  // failed commit and by remove_temporaries_at_exit(). Empty, with *error
+  // (if non-null) naming the directory and the reason, on failure.
+  std::string temporary_path(std::string* error);
+
   // Appends all of `data` to the temporary, retrying short writes. On
   // failure returns false and sets *error (if non-null) to a message naming
   // target_path() and the reason (e.g. "No space left on device").
@@ -86,6 +94,8 @@ class AtomicFile {
         temp_path_(std::move(temp_path)),
         fd_(fd),
         named_slot_(named_slot) {}
+
+  bool name_temporary(std::string* error);
 
   std::string final_path_;
   std::string target_path_;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <memory>
 
+#include "report/db_reader.h"
+
 namespace epprof::report {
 
 const Arg* Event::arg(std::string_view key) const {
@@ -686,6 +688,12 @@ ReadResult read_trace_file(const std::string& path, const EventCallback& callbac
       return r;
     }
     total = uint64_t(st.st_size);
+    char head[16];
+    if (S_ISREG(st.st_mode) && ::pread(fd, head, sizeof head, 0) == ssize_t(sizeof head) &&
+        is_sqlite_header(std::string_view(head, sizeof head))) {
+      ::close(fd);
+      return read_trace_db(path, callback, options);
+    }
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   Input in(fd, {}, options.chunk_bytes);

@@ -28,7 +28,8 @@ struct Arg {
 // One event, as read. Every view is valid only during the callback.
 struct Event {
   uint64_t index = 0;   // position in the event array, from 0
-  uint64_t offset = 0;  // byte offset of the event's '{' in the file
+  uint64_t offset = 0;  // byte offset of the event's '{' in the file, or its row id in a database
+  bool from_database = false;  // read from a SQLite trace (offset is a row id)
   std::string_view text;  // the event's raw JSON
 
   std::string_view cat, name, ph;

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 
 #include "core/intern.h"
 #include "core/merge.h"
 #include "core/threads.h"
 #include "export/chrome_trace.h"
+#include "export/sqlite_sink.h"
 #include "io/atomic_file.h"
 #include "scope/annotations.h"
 #include "scope/attribution.h"
@@ -160,7 +162,12 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
 
   const DeviceEvents device = collect_device_events(p.eps(), pid);
   Attribution attribution(device);
-  exporter::ChromeTraceSink sink(p.file().fd(), p.config().integer_timestamps);
+  std::unique_ptr<exporter::TraceSink> sink_owner;
+  if (p.config().sqlite)
+    sink_owner = std::make_unique<exporter::SqliteTraceSink>(p.file());
+  else
+    sink_owner = std::make_unique<exporter::ChromeTraceSink>(p.file().fd(), p.config().integer_timestamps);
+  exporter::TraceSink& sink = *sink_owner;
   Counts counts;
   counts.host_events = write_host_events(p, conv, pid, sink, attribution);
   write_device_events(p, device, pid, sink, attribution);

@@ -1,0 +1,44 @@
+// The SQLite trace writer: the same events as the Chrome trace, into the
+// database of tracedb/schema.h, with nanosecond times.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "export/trace_sink.h"
+#include "io/atomic_file.h"
+#include "tracedb/writer.h"
+
+namespace epprof::exporter {
+
+class SqliteTraceSink final : public TraceSink {
+ public:
+  // Writes the database into the temporary of `file` (named now, since
+  // SQLite needs a path), which the caller commits after finish(). An
+  // error opening it is reported by finish().
+  explicit SqliteTraceSink(io::AtomicFile& file);
+
+  void host_event(const HostEventOut& e) override;
+  void device_event(const DeviceEventOut& e) override;
+  void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
+            int64_t device_ts_ns) override;
+  void track_name(const TrackName& t) override;
+  void counter(int64_t pid, int64_t tid, int64_t ts_ns, std::string_view name,
+               std::string_view numeric_value) override;
+  void metadata(int64_t pid, const MetadataFields& fields) override;
+  bool finish(std::string* error) override;
+
+ private:
+  // An arg whose value is text the sink formatted (an integer).
+  void add_int_arg(std::string_view key, int64_t v);
+
+  std::unique_ptr<tracedb::Writer> db_;
+  std::string open_error_;
+  std::vector<tracedb::ArgIn> args_;
+  std::deque<std::string> texts_;  // backing for formatted values, reused (a deque: growing it moves none)
+  size_t texts_used_ = 0;
+};
+
+}  // namespace epprof::exporter
