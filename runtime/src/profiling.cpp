@@ -303,6 +303,7 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
   c.scope_name = options.scope_name.c_str();
   c.memory_budget_bytes = options.memory_budget_bytes;
   c.timestamp_format = options.integer_timestamps ? EPPROF_TIMESTAMPS_INTEGER_US : EPPROF_TIMESTAMPS_FRACTIONAL_US;
+  c.trace_format = options.trace_format;
   auto check = [&](epprof_status* st) {
     if (!st) return;
     std::string msg = epprof_status_get_message(st);

@@ -3,30 +3,14 @@
 #include <simdjson.h>
 
 #include "core/intern.h"
+#include "export/integer_us.h"
 
 namespace epprof::exporter {
 namespace {
 
 constexpr size_t kJsonCacheLimit = 4096;
 
-// The nearest µs, halves up, for negative times too (floor division).
-int64_t nearest_us(int64_t ns) {
-  const int64_t n = ns + 500;
-  return n >= 0 ? n / 1000 : -((-(n + 1)) / 1000) - 1;
-}
-
 }  // namespace
-
-ChromeTraceSink::Slice ChromeTraceSink::integer_slice(int64_t ts_ns, int64_t dur_ns) {
-  // Both ends round to the nearest µs, so totals stay unbiased and a slice
-  // inside another stays inside it. A slice of nonzero length that would
-  // round to nothing is written 1 µs long (its exact length is its dur_ns
-  // arg), so viewers still draw it.
-  const int64_t ts = nearest_us(ts_ns);
-  int64_t dur = nearest_us(ts_ns + dur_ns) - ts;
-  if (dur == 0 && dur_ns > 0) dur = 1;
-  return {ts, dur};
-}
 
 ChromeTraceSink::ChromeTraceSink(int fd, bool integer_timestamps)
     : w_(fd), integer_(integer_timestamps) {
@@ -65,7 +49,7 @@ void ChromeTraceSink::dur(int64_t ts_ns, int64_t dur_ns) {
 }
 
 bool ChromeTraceSink::write_exact_dur(int64_t dur_ns, bool first) {
-  if (!integer_ || dur_ns <= 0 || dur_ns >= 1000) return first;
+  if (!integer_ || !needs_exact_dur(dur_ns)) return first;
   if (!first) w_.raw(',');
   w_.raw("\"dur_ns\":\"");
   w_.i64(dur_ns);

@@ -15,17 +15,11 @@ namespace epprof::exporter {
 
 class ChromeTraceSink final : public TraceSink {
  public:
-  // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs,
-  // as ONNX Runtime writes them: both ends of a slice round to the nearest
-  // µs; a nonzero slice shorter than that is written 1 µs long and carries
-  // its exact length as a "dur_ns" arg.
+  // Writes to `fd` (not owned). integer_timestamps: ts/dur as integer µs
+  // (export/integer_us.h): both ends of a slice round to the nearest µs; a
+  // nonzero slice shorter than that is written 1 µs long and carries its
+  // exact length as a "dur_ns" arg.
   ChromeTraceSink(int fd, bool integer_timestamps);
-
-  struct Slice {
-    int64_t ts, dur;  // µs
-  };
-  // The integer µs written for a slice of `dur_ns` from `ts_ns`.
-  static Slice integer_slice(int64_t ts_ns, int64_t dur_ns);
 
   void host_event(const HostEventOut& e) override;
   void device_event(const DeviceEventOut& e) override;

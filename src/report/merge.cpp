@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 
-#include "io/atomic_file.h"
+#include "report/event_output.h"
 #include "report/format.h"
 #include "report/reader.h"
 
@@ -48,74 +48,14 @@ std::string basename(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-// Microseconds with nanosecond precision, no trailing zeros.
-std::string micros(double us) {
-  std::string s = fixed(us, 3);
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  return s;
-}
-
-// Events in a JSON array, through a 1 MiB buffer; the first write error is
-// kept and ends the merge.
-class Writer {
- public:
-  explicit Writer(io::AtomicFile& file) : file_(file) { buf_ = "[\n"; }
-  bool event(const std::string& text) {
-    if (!first_) buf_ += ",\n";
-    first_ = false;
-    buf_ += text;
-    return buf_.size() < (size_t(1) << 20) || flush();
-  }
-  bool close() {
-    buf_ += "\n]\n";
-    return flush();
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  bool flush() {
-    if (error_.empty() && !file_.write(buf_, &error_)) return false;
-    buf_.clear();
-    return error_.empty();
-  }
-
-  io::AtomicFile& file_;
-  std::string buf_, error_;
-  bool first_ = true;
-};
-
-std::string args_json(const Event& e, const std::map<std::string, std::string>& replace) {
-  std::string out = "{";
-  bool first = true;
-  for (const Arg& a : e.args) {
-    if (!first) out += ",";
-    first = false;
-    out += json_escape(a.key) + ":";
-    auto it = replace.find(std::string(a.key));
-    if (it != replace.end()) out += it->second;
-    else if (a.kind == ValueKind::kString) out += json_escape(a.value);
-    else out += std::string(a.value);
-  }
-  for (const auto& [k, v] : replace) {
-    if (e.arg(k)) continue;
-    if (!first) out += ",";
-    first = false;
-    out += json_escape(k) + ":" + v;
-  }
-  return out + "}";
-}
-
 }  // namespace
 
 MergeResult merge_traces(const std::vector<std::string>& paths, const std::string& output) {
   MergeResult res;
   // First, so that an output that is one of the inputs, or cannot be
   // written, is refused before any work.
-  std::unique_ptr<io::AtomicFile> file = io::AtomicFile::create(output, &res.error, paths);
-  if (!file) return res;
+  std::unique_ptr<EventOutput> out = EventOutput::create(output, paths, {}, &res.error);
+  if (!out) return res;
   std::vector<Scan> scans(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
     if (!scan(paths[i], &scans[i], &res.error)) return res;
@@ -160,53 +100,33 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
     res.inputs.push_back(in);
   }
 
-  Writer w(*file);
-  std::string text;
   for (size_t i = 0; i < paths.size(); ++i) {
     const Scan& sc = scans[i];
     std::set<int64_t> named;
     ReadResult r = read_trace_file(paths[i], [&](const Event& e, std::string*) {
-      const int64_t pid = e.has_pid ? pid_map[i][e.pid] : 0;
       auto t0 = sc.t0.find(e.pid);
       const int64_t my_t0 = t0 != sc.t0.end() ? t0->second : res.inputs[i].t0_epoch_ns;
-      const double offset_us = double(my_t0 - res.base_t0_epoch_ns) / 1000.0;
       std::map<std::string, std::string> replace;
-      const bool metadata = e.ph == "M";
-      if (metadata && e.name == "process_name") {
+      if (e.ph == "M" && e.name == "process_name") {
         replace["name"] = json_escape(new_names[i][e.pid]);
         named.insert(e.pid);
       }
-      if (metadata && e.name == "epprof_metadata") {
+      if (e.ph == "M" && e.name == "epprof_metadata") {
         replace["t0_epoch_ns"] = "\"" + std::to_string(res.base_t0_epoch_ns) + "\"";
         replace["t0_epoch_ns_original"] = "\"" + std::to_string(my_t0) + "\"";
         replace["merged_from"] = json_escape(paths[i]);
       }
-      text = "{";
-      if (e.has_cat) text += "\"cat\":" + json_escape(e.cat) + ",";
-      if (e.has_name) text += "\"name\":" + json_escape(e.name) + ",";
-      if (e.has_pid) text += "\"pid\":" + std::to_string(pid) + ",";
-      if (e.has_tid) text += "\"tid\":" + std::to_string(e.tid) + ",";
-      if (e.has_ts) text += "\"ts\":" + (metadata ? std::string(e.ts_raw) : micros(e.ts + offset_us)) + ",";
-      if (e.has_dur) text += "\"dur\":" + std::string(e.dur_raw) + ",";
-      if (e.has_ph) text += "\"ph\":" + json_escape(e.ph) + ",";
-      for (const Arg& x : e.extra) {
-        std::string v(x.value);
-        int64_t id;
-        if (x.key == "id" && arg_as_int(Arg{"id", x.value, ValueKind::kNumber}, &id))
-          v = std::to_string(uint64_t(id) + id_shift[i]);
-        text += json_escape(x.key) + ":" + v + ",";
-      }
-      // Non-object "args" (not ours, but kept as is) went out with the extras.
-      bool args_in_extra = false;
-      for (const Arg& x : e.extra) args_in_extra = args_in_extra || x.key == "args";
-      if (!args_in_extra) text += "\"args\":" + args_json(e, replace);
-      else if (text.back() == ',') text.pop_back();
-      text += "}";
+      EventEdit edit;
+      edit.set_pid = e.has_pid;
+      edit.pid = e.has_pid ? pid_map[i][e.pid] : 0;
+      edit.ts_offset_us = double(my_t0 - res.base_t0_epoch_ns) / 1000.0;
+      edit.id_shift = id_shift[i];
+      edit.replace_args = &replace;
       res.events++;
-      return w.event(text);
+      return out->add(e, &edit);
     });
-    if (!w.error().empty()) {
-      res.error = w.error();
+    if (!out->error().empty()) {
+      res.error = out->error();
       return res;
     }
     if (!r.ok) {
@@ -216,17 +136,19 @@ MergeResult merge_traces(const std::vector<std::string>& paths, const std::strin
     // Every process gets a name, so they stay told apart.
     for (const auto& [old_pid, name] : new_names[i]) {
       if (named.count(old_pid)) continue;
+      const std::string text = "[{\"cat\":\"__metadata\",\"name\":\"process_name\",\"pid\":" +
+                               std::to_string(pid_map[i][old_pid]) +
+                               ",\"tid\":0,\"ts\":0,\"ph\":\"M\",\"args\":{\"name\":" + json_escape(name) + "}}]";
+      read_trace_buffer(text, [&](const Event& e, std::string*) { return out->add(e); });
       res.events++;
-      if (!w.event("{\"cat\":\"__metadata\",\"name\":\"process_name\",\"pid\":" +
-                   std::to_string(pid_map[i][old_pid]) + ",\"tid\":0,\"ts\":0,\"ph\":\"M\",\"args\":{\"name\":" +
-                   json_escape(name) + "}}")) {
-        res.error = w.error();
+      if (!out->error().empty()) {
+        res.error = out->error();
         return res;
       }
     }
   }
-  if (!w.close() || !file->commit(&res.error)) {
-    if (res.error.empty()) res.error = w.error();
+  if (!out->finish()) {
+    res.error = out->error();
     return res;
   }
   for (size_t i = 0; i < paths.size(); ++i)

@@ -43,7 +43,9 @@ bool is_descriptive_arg(std::string_view k) {
       "input_type_shape", "output_type_shape", "correlation_id", "parent_name", "unattributed",
       "thread_scheduling_stats", "queue", "stream", "device", "grid_x", "grid_y", "grid_z",
       "block_x", "block_y", "block_z", "global_size", "local_size", "kernel", "name",
-      "ort_correlation_id", "ort_event_name", "ort_op_name", "ort_node_index"};
+      "ort_correlation_id", "ort_event_name", "ort_op_name", "ort_node_index",
+      // the exact length of a slice written 1 us long in an integer-us trace
+      "dur_ns"};
   for (std::string_view d : kKeys)
     if (k == d) return true;
   return false;
@@ -102,6 +104,11 @@ class Loader {
     Slice s;
     s.ts = e.ts;
     s.dur = e.dur;
+    // An integer-µs trace writes a slice shorter than 1 µs as 1 µs long,
+    // with its exact length in "dur_ns".
+    int64_t exact_ns;
+    if (const Arg* a = e.arg("dur_ns"); a && e.dur <= 1 && arg_as_int(*a, &exact_ns) && exact_ns > 0 && exact_ns < 1000)
+      s.dur = double(exact_ns) / 1000.0;
     s.pid = e.pid;
     s.tid = e.tid;
     s.corr = corr_of(e);

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "tracedb/schema.h"
@@ -10,12 +11,13 @@
 namespace epprof::tracedb {
 namespace {
 
-// A node_index the column can hold: a canonical non-negative decimal.
+// A value an INTEGER column can hold and give back as the same text: a
+// canonical non-negative decimal (no sign, no leading zero) below 2^63.
 bool canonical_index(std::string_view v, int64_t* out) {
-  if (v.empty() || v.size() > 18 || (v.size() > 1 && v[0] == '0')) return false;
+  if (v.empty() || v.size() > 19 || (v.size() > 1 && v[0] == '0')) return false;
   int64_t n = 0;
   for (char c : v) {
-    if (c < '0' || c > '9') return false;
+    if (c < '0' || c > '9' || n > (INT64_MAX - (c - '0')) / 10) return false;
     n = n * 10 + (c - '0');
   }
   *out = n;

@@ -8,23 +8,24 @@
 #include <random>
 
 #include "export/chrome_trace.h"
+#include "export/integer_us.h"
 
 namespace epprof::exporter {
 namespace {
 
 TEST(ChromeTraceInteger, EndsRoundToTheNearestMicrosecond) {
-  EXPECT_EQ(ChromeTraceSink::integer_slice(1499, 2000).ts, 1);
-  EXPECT_EQ(ChromeTraceSink::integer_slice(1500, 2000).ts, 2);  // halves up
-  EXPECT_EQ(ChromeTraceSink::integer_slice(1499, 2000).dur, 3 - 1);
-  EXPECT_EQ(ChromeTraceSink::integer_slice(-1500, 1000).ts, -1);
-  EXPECT_EQ(ChromeTraceSink::integer_slice(-1501, 1000).ts, -2);
-  EXPECT_EQ(ChromeTraceSink::integer_slice(0, 0).dur, 0);  // an instant stays one
+  EXPECT_EQ(integer_slice(1499, 2000).ts, 1);
+  EXPECT_EQ(integer_slice(1500, 2000).ts, 2);  // halves up
+  EXPECT_EQ(integer_slice(1499, 2000).dur, 3 - 1);
+  EXPECT_EQ(integer_slice(-1500, 1000).ts, -1);
+  EXPECT_EQ(integer_slice(-1501, 1000).ts, -2);
+  EXPECT_EQ(integer_slice(0, 0).dur, 0);  // an instant stays one
 }
 
 TEST(ChromeTraceInteger, ASliceUnderAMicrosecondKeepsOne) {
   for (int64_t ts : {0, 400, 499, 500, 999, 123456789})
     for (int64_t dur : {1, 120, 499, 999}) {
-      const auto s = ChromeTraceSink::integer_slice(ts, dur);
+      const auto s = integer_slice(ts, dur);
       EXPECT_GE(s.dur, 1) << ts << "+" << dur;
       EXPECT_LE(s.dur, 1) << ts << "+" << dur;
     }
@@ -39,7 +40,7 @@ TEST(ChromeTraceInteger, NestingSurvivesRounding) {
     int64_t a = in(rng), b = in(rng);
     if (a > b) std::swap(a, b);
     if (b - a < 1000) continue;  // a child of a µs or more: no 1 µs minimum to stretch it
-    const auto p = ChromeTraceSink::integer_slice(pts, pdur), c = ChromeTraceSink::integer_slice(a, b - a);
+    const auto p = integer_slice(pts, pdur), c = integer_slice(a, b - a);
     ASSERT_GE(c.ts, p.ts) << pts << "+" << pdur << " holds " << a << ".." << b;
     ASSERT_LE(c.ts + c.dur, p.ts + p.dur) << pts << "+" << pdur << " holds " << a << ".." << b;
   }
@@ -55,7 +56,7 @@ TEST(ChromeTraceInteger, TotalsStayUnbiased) {
   for (int i = 0; i < 200000; ++i) {
     const int64_t ts = start(rng), dur = len(rng);
     true_ns += dur;
-    written_us += ChromeTraceSink::integer_slice(ts, dur).dur;
+    written_us += integer_slice(ts, dur).dur;
   }
   EXPECT_NEAR(double(written_us) * 1000 / double(true_ns), 1.0, 0.002);
 }

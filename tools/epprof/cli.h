@@ -25,6 +25,7 @@ int run_report(int argc, char** argv);
 int run_diff(int argc, char** argv);
 int run_validate(int argc, char** argv);
 int run_merge(int argc, char** argv);
+int run_convert(int argc, char** argv);
 int run_counters(int argc, char** argv);
 
 // Prints "epprof <command>: <message>" and a hint to stderr; returns kExitUsage.

@@ -51,6 +51,7 @@ struct Options {
   bool run_profiling = false;
   bool profile = true;
   bool integer_timestamps = true;
+  epprof_trace_format trace_format = EPPROF_TRACE_FORMAT_AUTO;
   bool table = true;
   CounterOptions counters;  // --counters, --replay (run_counters.h)
 };
@@ -88,13 +89,20 @@ void print_help() {
       "  --input NAME=FILE    an input from an ONNX TensorProto file (repeatable);\n"
       "                       inputs not given are random (float in [-1,1), int64 0)\n"
       "  --seed N             seed of the random inputs (default 42)\n"
-      "  --output PATH        trace file (default: epprof_<model>.json in the current directory)\n"
-      "  --run-profiling      also profile each run on its own: PATH without .json + .run<N>.json\n"
+      "  --output PATH        trace file (default: epprof_<model>.json in the current\n"
+      "                       directory, .db with --format sqlite); a path ending in\n"
+      "                       .db, .sqlite or .sqlite3 gets a SQLite trace database\n"
+      "  --format FMT         json (Chrome trace JSON, ONNX Runtime's profile format) or\n"
+      "                       sqlite (a database, times in ns; schema in README.md);\n"
+      "                       default: by the --output extension, else json\n"
+      "  --run-profiling      also profile each run on its own: PATH without its\n"
+      "                       extension + .run<N> + the extension\n"
       "  --plugin PATH        add an EP profiler plugin (e.g. build/lib/libepprof_example.so)\n"
       "  --timestamps FORMAT  integer (default): ts/dur in whole microseconds, as ONNX\n"
       "                       Runtime writes them (both ends to the nearest us; a slice\n"
       "                       under 1 us is written 1 us long with its exact length in\n"
-      "                       a dur_ns arg); fractional: us with ns digits\n"
+      "                       a dur_ns arg); fractional: us with ns digits. JSON\n"
+      "                       only: a database always holds ns\n"
       "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
       "                       ('/' in a name becomes '_'); not when the runs stop early\n"
@@ -195,6 +203,11 @@ int parse(int argc, char** argv, Options& o) {
         return usage_error(kCommand, "--timestamps wants integer or fractional" +
                                          (v ? ", not '" + format + "'" : std::string()));
       o.integer_timestamps = format == "integer";
+    } else if (a == "--format") {
+      const std::string format = (v = need(i)) ? v : "";
+      if (format != "json" && format != "sqlite")
+        return usage_error(kCommand, "--format wants json or sqlite" + (v ? ", not '" + format + "'" : std::string()));
+      o.trace_format = format == "json" ? EPPROF_TRACE_FORMAT_JSON : EPPROF_TRACE_FORMAT_SQLITE;
     } else if (a == "--integer-timestamps") {  // from before --timestamps; integer is the default now
       o.integer_timestamps = true;
     } else if (a == "--no-table") {
@@ -322,12 +335,20 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-// PATH without .json + ".run<N>.json"; later APPLICATION passes add ".pass<P>".
+// PATH without its extension (.json, or a database's) + ".run<N>" + the
+// extension (".json" if it had none); later APPLICATION passes add ".pass<P>".
 std::string run_trace_path(const std::string& output, int pass, int run) {
-  std::string stem = output;
-  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  std::string stem = output, ext = ".json";
+  for (const char* e : {".json", ".db", ".sqlite3", ".sqlite"}) {
+    const size_t n = std::strlen(e);
+    if (stem.size() > n && stem.compare(stem.size() - n, n, e) == 0) {
+      ext = e;
+      stem.resize(stem.size() - n);
+      break;
+    }
+  }
   if (pass > 0) stem += ".pass" + std::to_string(pass + 1);
-  return stem + ".run" + std::to_string(run) + ".json";
+  return stem + ".run" + std::to_string(run) + ext;
 }
 
 std::vector<epprof_plugin_t> load_plugins(const Options& o) {
@@ -410,7 +431,10 @@ const char* signal_name(int sig) {
 
 int execute(const Options& o) {
   const std::string model = o.model.empty() ? default_model() : o.model;
-  const std::string output = o.output.empty() ? "epprof_" + basename_no_ext(model) + ".json" : o.output;
+  const std::string output =
+      o.output.empty()
+          ? "epprof_" + basename_no_ext(model) + (o.trace_format == EPPROF_TRACE_FORMAT_SQLITE ? ".db" : ".json")
+          : o.output;
   const std::vector<std::string> inputs = input_paths(o, model);
   // Up front: libepprof applies the other output rules when it creates the
   // trace, but only the command knows its inputs.
@@ -434,6 +458,7 @@ int execute(const Options& o) {
     po.scope_name = "session";
     po.plugins = plugins;
     po.integer_timestamps = o.integer_timestamps;
+    po.trace_format = o.trace_format;
     po.metadata = {{"model", model}, {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}};
     session_profiler = std::make_unique<rt::ProfilingObserver>(po);
     so.observer = session_profiler.get();
@@ -484,6 +509,7 @@ int execute(const Options& o) {
       po.scope_name = (pass ? "pass " + std::to_string(pass + 1) + " " : std::string()) + "run " + std::to_string(r + 1);
       po.plugins = plugins;
       po.integer_timestamps = o.integer_timestamps;
+      po.trace_format = o.trace_format;
       run_profiler = std::make_unique<rt::ProfilingObserver>(po);
       ro.observer = run_profiler.get();
     }

@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"validate", "check a trace against the format contract; list violations",
      epprof::cli::run_validate},
     {"merge", "merge traces of several processes, aligned by their T0", epprof::cli::run_merge},
+    {"convert", "convert a trace between JSON and the SQLite trace database", epprof::cli::run_convert},
     {"counters", "list the counters this machine offers; check a set's pass plan",
      epprof::cli::run_counters},
 };

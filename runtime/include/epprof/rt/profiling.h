@@ -27,7 +27,9 @@ struct ProfilingOptions {
   std::string trace_path;                // required
   std::string scope_name = "session";    // written in the trace metadata
   std::vector<epprof_plugin_t> plugins;  // EP profilers for this scope (one instance each)
-  bool integer_timestamps = false;       // ONNX Runtime-style integer µs
+  bool integer_timestamps = false;       // ONNX Runtime-style integer µs (JSON traces)
+  // JSON or SQLite; AUTO picks by trace_path's extension (.db, .sqlite, .sqlite3).
+  epprof_trace_format trace_format = EPPROF_TRACE_FORMAT_AUTO;
   uint64_t memory_budget_bytes = 0;      // 0: libepprof's default
   std::vector<std::pair<std::string, std::string>> metadata;  // extra metadata fields
   // Record node events through a libepprof event block (epprof_event_block_*)
