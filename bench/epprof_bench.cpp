@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,6 +47,9 @@
 #include "core/recorder.h"
 #include "epprof/profiler.h"
 #include "export/chrome_trace.h"
+#include "export/sqlite_sink.h"
+#include "io/atomic_file.h"
+#include "tracedb/schema.h"
 #include "export/trace_sink.h"
 
 #ifndef EPPROF_BENCH_SHARED_LIB
@@ -491,6 +495,124 @@ void BM_export_json(benchmark::State& state) {
   }
 }
 
+// Timed: the same 1M host events into a SQLite trace database
+// (SqliteTraceSink on an io::AtomicFile in /tmp, as scope::write_trace
+// does), through finish(): the runs and attribution pass, indexes, views,
+// commit. The file's size is the second target.
+constexpr const char* kExportSqlite = "export_1M_sqlite";
+constexpr const char* kSqliteSize = "sqlite_1M_size";
+
+void BM_export_sqlite(benchmark::State& state) {
+  const uint32_t streams = 8;
+  const uint64_t per = export_events() / streams;
+  const std::string path = tmp_path("export") + ".db";
+  for (auto _ : state) {
+    auto rec = make_recorder(streams, per);
+    std::string error;
+    std::unique_ptr<epprof::io::AtomicFile> file = epprof::io::AtomicFile::create(path, &error);
+    if (!file) {
+      state.SkipWithError(("cannot create the database in /tmp: " + error).c_str());
+      break;
+    }
+    const core::TickConverter conv(core::ClockPair{0, 0}, 1.0);
+    const int64_t pid = getpid();
+
+    const auto t = Clock::now();
+    const double c0 = process_cpu_s();
+    uint64_t written = 0;
+    bool ok;
+    {
+      exporter::SqliteTraceSink sink(*file);
+      core::Merger merger(rec->finish());
+      const auto& ss = rec->streams();
+      uint32_t stream = 0;
+      while (const core::Record* r = merger.next(&stream)) {
+        const std::string* name = core::interned(r->name);
+        sink.host_event({r->category, name ? std::string_view(*name) : std::string_view("?"), pid,
+                         ss[stream]->tid, conv.to_ns(r->ts), conv.duration_ns(r->dur),
+                         r->correlation_id, r});
+        ++written;
+      }
+      ok = sink.finish(&error) && file->commit(&error);
+    }
+    const double secs = seconds_since(t);
+    const double cpu = process_cpu_s() - c0;
+    state.SetIterationTime(secs);
+
+    struct stat st {};
+    stat(path.c_str(), &st);
+    unlink(path.c_str());
+    if (!ok || written != streams * per) {
+      std::fprintf(stderr, "export sqlite: wrote %" PRIu64 " of %" PRIu64 " events (%s)\n", written,
+                   streams * per, error.c_str());
+      g_failed = true;
+    }
+    g_samples[kExportSqlite].push_back(double(written) / cpu);
+    g_samples_wall[kExportSqlite].push_back(double(written) / secs);
+    // Scaled to 1M events when --quick writes fewer.
+    g_samples[kSqliteSize].push_back(double(st.st_size) * 1e6 / double(written ? written : 1) / 1e6);
+    g_notes[kExportSqlite] = "finish+merge+SqliteTraceSink to /tmp, 8 nested streams; the JSON row above is "
+                             "the same events through ChromeTraceSink";
+    g_notes[kSqliteSize] = std::to_string(st.st_size / 1000000) + " MB for " + std::to_string(written) +
+                           " events (host_events, strings, tracks, indexes)";
+    rec.reset();
+  }
+}
+
+// The floor of the SQLite row above, in the same run: the same 1M rows
+// (values precomputed) inserted into the same host_events table with the
+// same pragmas, 16 rows per statement as the writer does, by a bare loop
+// with no epprof code: what SQLite itself costs on this machine.
+constexpr const char* kSqliteFloor = "sqlite_1M_floor";
+
+void BM_sqlite_floor(benchmark::State& state) {
+  const uint64_t n = export_events();
+  const std::string path = tmp_path("floor") + ".db";
+  for (auto _ : state) {
+    unlink(path.c_str());
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    sqlite3_exec(db,
+                 "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+                 "PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -65536; BEGIN;",
+                 nullptr, nullptr, nullptr);
+    sqlite3_exec(db, epprof::tracedb::kTables, nullptr, nullptr, nullptr);
+    constexpr int kRows = 16, kCols = 7;
+    std::string sql = "INSERT INTO host_events(id, track, cat, name, ts_ns, dur_ns, correlation_id) VALUES";
+    for (int r = 0; r < kRows; ++r) sql += r ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+    std::vector<int64_t> rows(n * kCols);
+    for (uint64_t i = 0; i < n; ++i) {
+      int64_t* v = &rows[i * kCols];
+      v[0] = int64_t(i + 1), v[1] = int64_t(1 + i % 8), v[2] = 1 + (i % 9 == 8), v[3] = 3 + (i % 9 == 8);
+      v[4] = int64_t(1000 + i * 61), v[5] = int64_t(40 + (i & 3) * 5), v[6] = int64_t(i + 1);
+    }
+
+    const auto t = Clock::now();
+    const double c0 = process_cpu_s();
+    for (uint64_t i = 0; i + kRows <= n; i += kRows) {
+      for (int k = 0; k < kRows * kCols; ++k) sqlite3_bind_int64(st, k + 1, rows[i * kCols + uint64_t(k)]);
+      sqlite3_step(st);
+      sqlite3_reset(st);
+    }
+    const bool ok = sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    const double secs = seconds_since(t);
+    const double cpu = process_cpu_s() - c0;
+    state.SetIterationTime(secs);
+    unlink(path.c_str());
+    if (!ok) {
+      std::fprintf(stderr, "sqlite floor: COMMIT failed\n");
+      g_failed = true;
+    }
+    g_samples[kSqliteFloor].push_back(double(n) / cpu);
+    g_samples_wall[kSqliteFloor].push_back(double(n) / secs);
+    g_notes[kSqliteFloor] = "bare SQLite: the same rows, table, pragmas and 16-row statements, no epprof code";
+  }
+}
+
 // Timed: epprof_profiler_stop on a profiler holding 1M events recorded
 // through the public API (one thread, nested) — the whole end of a scope:
 // merge, export, fsync-free write to a temporary file, rename.
@@ -838,6 +960,9 @@ std::vector<Row> build_rows() {
   macro(kExport, "export 1M events to JSON", ">= 10M ev/s", "%.2fM ev/s", 1e-6, true, 10);
   macro(kExportStop, "  epprof_profiler_stop, 1M events", ">= 10M ev/s", "%.2fM ev/s", 1e-6, true,
         10);
+  macro(kExportSqlite, "export 1M events to SQLite", ">= 2M ev/s", "%.2fM ev/s", 1e-6, true, 2);
+  macro(kSqliteFloor, "  floor: bare SQLite, same rows", ">= 2M ev/s", "%.2fM ev/s", 1e-6, true, 2);
+  macro(kSqliteSize, "  SQLite database of 1M events", "<= 64 MB", "%.1f MB", 1, false, 64);
   macro(kMerge, "merge 1M events from 8 threads", "<= 50 ms", "%.1f ms", 1, false, 50);
   macro(kRss, "resident bytes per recorded event", "<= 48 B", "%.1f B", 1, false, 48);
   macro(kScopeRss, "50M-event scope, peak RSS", "<= 256 MB", "%.0f MB", 1, false, 256);
@@ -876,6 +1001,8 @@ void register_all() {
   };
   macro(kExport, BM_export_json, g_quick ? 1 : 7);
   macro(kExportStop, BM_export_stop, g_quick ? 1 : 5);
+  macro(kExportSqlite, BM_export_sqlite, g_quick ? 1 : 5);
+  macro(kSqliteFloor, BM_sqlite_floor, g_quick ? 1 : 5);
   macro(kMerge, BM_merge, g_quick ? 1 : 9);
   macro(kRss, BM_rss_per_event, 1);
   macro(kScopeRss, BM_scope, 1);

@@ -20,6 +20,20 @@ void SqliteTraceSink::add_int_arg(std::string_view key, int64_t v) {
   args_.push_back({key, t, false});
 }
 
+int64_t SqliteTraceSink::category_id(uint8_t category) {
+  if (category >= category_ids_.size()) category_ids_.resize(size_t(category) + 1, 0);
+  int64_t& id = category_ids_[category];
+  if (!id) id = db_->intern(category_name(category));
+  return id;
+}
+
+int64_t SqliteTraceSink::name_id(uint32_t core_name, std::string_view name) {
+  if (core_name >= name_ids_.size()) name_ids_.resize(size_t(core_name) + 1024, 0);
+  int64_t& id = name_ids_[core_name];
+  if (!id) id = db_->intern(name);
+  return id;
+}
+
 void SqliteTraceSink::host_event(const HostEventOut& e) {
   if (!db_) return;
   args_.clear();
@@ -39,8 +53,8 @@ void SqliteTraceSink::host_event(const HostEventOut& e) {
   tracedb::EventIn row;
   row.pid = e.pid;
   row.tid = e.tid;
-  row.cat = category_name(e.category);
-  row.name = e.name;
+  row.cat_id = category_id(e.category);
+  row.name_id = e.record ? name_id(e.record->name, e.name) : db_->intern(e.name);
   row.ts_ns = e.ts_ns;
   row.dur_ns = e.dur_ns;
   row.has_correlation = true;

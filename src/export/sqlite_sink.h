@@ -34,7 +34,13 @@ class SqliteTraceSink final : public TraceSink {
   // An arg whose value is text the sink formatted (an integer).
   void add_int_arg(std::string_view key, int64_t v);
 
+  // The database's string id of a category, and of an interned event
+  // name (core::intern id), once looked up.
+  int64_t category_id(uint8_t category);
+  int64_t name_id(uint32_t core_name, std::string_view name);
+
   std::unique_ptr<tracedb::Writer> db_;
+  std::vector<int64_t> category_ids_, name_ids_;
   std::string open_error_;
   std::vector<tracedb::ArgIn> args_;
   std::deque<std::string> texts_;  // backing for formatted values, reused (a deque: growing it moves none)

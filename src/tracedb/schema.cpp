@@ -87,12 +87,13 @@ CREATE TABLE other_events(
   json TEXT NOT NULL);
 )SQL";
 
-const char* const kIndexes = R"SQL(
-CREATE INDEX host_events_by_op ON host_events(op) WHERE op IS NOT NULL;
-CREATE INDEX host_events_by_run ON host_events(run) WHERE run IS NOT NULL;
-CREATE INDEX device_events_by_host_event ON device_events(host_event_id) WHERE host_event_id IS NOT NULL;
-CREATE INDEX strings_by_value ON strings(value);
-)SQL";
+const Index kIndexes[4] = {
+    {"strings.value", "CREATE INDEX strings_by_value ON strings(value)"},
+    {"host_events.op", "CREATE INDEX host_events_by_op ON host_events(op) WHERE op IS NOT NULL"},
+    {"host_events.run", "CREATE INDEX host_events_by_run ON host_events(run) WHERE run IS NOT NULL"},
+    {"device_events.host_event_id",
+     "CREATE INDEX device_events_by_host_event ON device_events(host_event_id) WHERE host_event_id IS NOT NULL"},
+};
 
 const char* const kViews = R"SQL(
 CREATE VIEW threads AS

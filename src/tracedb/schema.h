@@ -23,7 +23,13 @@ constexpr int kApplicationId = 0x45505046;
 extern const char* const kTables;
 // Indexes for the queries the README shows and `epprof report` runs,
 // created after the rows (faster than keeping them up to date row by row).
-extern const char* const kIndexes;
+// Each is partial, over the rows that have a value; one over a column that
+// no row fills is not created (finding that out would cost a table scan).
+struct Index {
+  const char* column;  // "host_events.op", ...: what it covers
+  const char* sql;
+};
+extern const Index kIndexes[4];
 // Views with the strings joined back.
 extern const char* const kViews;
 

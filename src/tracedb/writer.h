@@ -34,6 +34,7 @@ struct ArgIn {
 struct EventIn {
   int64_t pid = 0, tid = 0;
   std::string_view cat, name;
+  int64_t cat_id = 0, name_id = 0;  // string ids from Writer::intern, if the caller has them (else 0)
   int64_t ts_ns = 0, dur_ns = 0;
   bool has_correlation = false;
   uint64_t correlation_id = 0;
@@ -69,6 +70,10 @@ class Writer {
   // Any other trace event, kept as its JSON text.
   void other_event(int64_t pid, std::string_view json);
 
+  // The id of `s` in the strings table, added if new: for callers that
+  // cache ids of the names they see again and again (EventIn::name_id).
+  int64_t intern(std::string_view s);
+
   // Derives runs and attribution, builds indexes and views, commits and
   // closes the database. False with *error set on the first failure of any
   // call before it. Call once; nothing may be written after it.
@@ -77,18 +82,19 @@ class Writer {
   uint64_t events() const { return next_id_ - 1; }
 
  private:
-  explicit Writer(sqlite3* db) : db_(db) {}
+  class RowBatch;
+  explicit Writer(sqlite3* db);
   void close();
   bool exec(const char* sql);
   sqlite3_stmt* prepare(const char* sql);
   bool step(sqlite3_stmt* s);
   void fail(const std::string& what);
-  int64_t intern(std::string_view s);
   int64_t track(int64_t pid, int64_t tid, TrackKind kind);
-  int64_t insert_event(sqlite3_stmt* s, const EventIn& e, bool host);
+  int64_t insert_event(const EventIn& e, bool host);
   void insert_args(int64_t id, const ArgIn* args, size_t n, bool host, int64_t* op, int64_t* provider,
                    int64_t* node_index);
   bool derive_runs();
+  bool create_indexes();
   bool attribute_devices();
 
   sqlite3* db_;
@@ -118,12 +124,11 @@ class Writer {
   std::map<int64_t, int64_t> meta_seq_;  // pid -> next metadata seq
   std::map<std::pair<int64_t, uint64_t>, int64_t> open_flows_;  // (pid, flow id) -> row id
   bool any_device_correlation_ = false;
+  bool any_op_ = false;
   int64_t model_run_name_ = -1, session_cat_ = -1;
 
+  std::unique_ptr<RowBatch> host_rows_, device_rows_, arg_rows_;
   sqlite3_stmt* insert_string_ = nullptr;
-  sqlite3_stmt* insert_host_ = nullptr;
-  sqlite3_stmt* insert_device_ = nullptr;
-  sqlite3_stmt* insert_arg_ = nullptr;
   sqlite3_stmt* insert_flow_ = nullptr;
   sqlite3_stmt* end_flow_ = nullptr;
   sqlite3_stmt* insert_counter_ = nullptr;
