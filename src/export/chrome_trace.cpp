@@ -1,17 +1,9 @@
 #include "export/chrome_trace.h"
 
-#include <simdjson.h>
-
 #include "core/intern.h"
 #include "export/integer_us.h"
 
 namespace epprof::exporter {
-namespace {
-
-constexpr size_t kJsonCacheLimit = 4096;
-
-}  // namespace
-
 ChromeTraceSink::ChromeTraceSink(int fd, bool integer_timestamps)
     : w_(fd), integer_(integer_timestamps) {
   w_.raw("[\n");
@@ -60,14 +52,7 @@ bool ChromeTraceSink::write_exact_dur(int64_t dur_ns, bool first) {
 void ChromeTraceSink::json_arg_value(std::string_view text) {
   // Raw JSON args (type shapes) are written unquoted, as ONNX Runtime does,
   // but only once a real parser accepted them: the trace must stay valid.
-  bool valid = valid_json_.count(std::string(text)) != 0;
-  if (!valid) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    valid = parser.parse(text.data(), text.size(), true).get(doc) == simdjson::SUCCESS;
-    if (valid && valid_json_.size() < kJsonCacheLimit) valid_json_.emplace(text);
-  }
-  if (valid)
+  if (json_check_.valid(text))
     w_.raw(text);
   else
     w_.string(text);

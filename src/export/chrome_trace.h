@@ -6,7 +6,6 @@
 
 #include <memory>
 #include <string>
-#include <unordered_set>
 
 #include "export/json_writer.h"
 #include "export/trace_sink.h"
@@ -45,7 +44,7 @@ class ChromeTraceSink final : public TraceSink {
   JsonWriter w_;
   bool integer_;
   bool first_ = true;
-  std::unordered_set<std::string> valid_json_;  // JSON arg texts already checked
+  JsonTextCheck json_check_;
 };
 
 }  // namespace epprof::exporter

@@ -46,7 +46,7 @@ void SqliteTraceSink::host_event(const HostEventOut& e) {
     if (a.is_int)
       add_int_arg(k, a.i64);
     else
-      args_.push_back({k, a.str, a.is_json});
+      args_.push_back({k, a.str, a.is_json && json_check_.valid(a.str)});
   }
   if (e.extra_args)
     for (const ExtraArg& x : *e.extra_args) args_.push_back({x.key, x.value, false});

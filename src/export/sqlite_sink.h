@@ -15,9 +15,9 @@ namespace epprof::exporter {
 
 class SqliteTraceSink final : public TraceSink {
  public:
-  // Writes the database into the temporary of `file` (named now, since
-  // SQLite needs a path), which the caller commits after finish(). An
-  // error opening it is reported by finish().
+  // Writes the database into the temporary of `file` (named now: SQLite
+  // needs a path), which the caller commits after finish(). An error
+  // opening it is reported by finish().
   explicit SqliteTraceSink(io::AtomicFile& file);
 
   void host_event(const HostEventOut& e) override;
@@ -41,6 +41,7 @@ class SqliteTraceSink final : public TraceSink {
 
   std::unique_ptr<tracedb::Writer> db_;
   std::vector<int64_t> category_ids_, name_ids_;
+  JsonTextCheck json_check_;  // JSON args that do not parse are stored as strings
   std::string open_error_;
   std::vector<tracedb::ArgIn> args_;
   std::deque<std::string> texts_;  // backing for formatted values, reused (a deque: growing it moves none)

@@ -1,5 +1,7 @@
 #include "export/trace_sink.h"
 
+#include <simdjson.h>
+
 #include "export/json_writer.h"
 
 namespace epprof::exporter {
@@ -8,6 +10,15 @@ const char* category_name(uint8_t category) noexcept {
   static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == 6, "one name per epprof_category");
   return category < 6 ? kNames[category] : "Unknown";
+}
+
+bool JsonTextCheck::valid(std::string_view text) {
+  if (valid_.count(std::string(text))) return true;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const bool ok = parser.parse(text.data(), text.size(), true).get(doc) == simdjson::SUCCESS;
+  if (ok && valid_.size() < kCacheLimit) valid_.emplace(text);
+  return ok;
 }
 
 bool attribution_replaces(const Attribution* a, std::string_view key) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,17 @@ struct MetaValue {
   }
 };
 using MetadataFields = std::vector<std::pair<std::string, MetaValue>>;
+
+// Whether an arg's raw JSON text (a type shape) parses, for the sinks that
+// store it as JSON: a real parser's word, cached for texts seen before.
+class JsonTextCheck {
+ public:
+  bool valid(std::string_view text);
+
+ private:
+  static constexpr size_t kCacheLimit = 4096;
+  std::unordered_set<std::string> valid_;
+};
 
 class JsonWriter;
 // The JSON text of `v`.

@@ -65,11 +65,13 @@ class AtomicFile {
   const std::string& target_path() const { return target_path_; }
 
   // Gives the temporary its name now rather than at commit() and returns
-  // it, for writers that need a path rather than fd() (SQLite, which would
-  // resolve "/proc/self/fd/N" to a new file). It is a hidden file beside
-  // the target, removed like any named temporary: by the destructor, by a
-  // failed commit and by remove_temporaries_at_exit(). Empty, with *error
-  // (if non-null) naming the directory and the reason, on failure.
+  // it, for writers that need a path rather than fd(): SQLite, which opens
+  // a path with O_NOFOLLOW, so "/proc/self/fd/N" will not do. It is a
+  // hidden file beside the target (".NAME.tmp.XXXXXX"), removed like any
+  // named temporary: by the destructor, by a failed commit and by
+  // remove_temporaries_at_exit(); only a process killed outright (SIGKILL)
+  // leaves it. Empty, with *error (if non-null) naming the directory and
+  // the reason, on failure.
   std::string temporary_path(std::string* error);
 
   // Appends all of `data` to the temporary, retrying short writes. On

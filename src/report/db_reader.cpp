@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "tracedb/schema.h"
 
 namespace epprof::report {
@@ -121,11 +123,12 @@ class DbReader {
       }
       if (size_t(id) >= strings_.size()) strings_.resize(size_t(id) + 1);
       strings_[size_t(id)] = text(s, 1);
+      if (!res_.error.empty()) break;
       have_.resize(strings_.size());
       have_[size_t(id)] = true;
     }
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE || sql_fail("reading strings");
+    return res_.error.empty() && (rc == SQLITE_DONE || sql_fail("reading strings"));
   }
 
   bool load_tracks() {
@@ -140,12 +143,20 @@ class DbReader {
       tracks_[sqlite3_column_int64(s, 0)] = std::move(t);
     }
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE || sql_fail("reading tracks");
+    return res_.error.empty() && (rc == SQLITE_DONE || sql_fail("reading tracks"));
   }
 
-  static std::string text(sqlite3_stmt* s, int col) {
+  // A text column. SQLite stores any bytes as TEXT; the events must be
+  // UTF-8 (they become JSON), so anything else is an error, once.
+  std::string text(sqlite3_stmt* s, int col) {
     const unsigned char* p = sqlite3_column_text(s, col);
-    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s, col))) : std::string();
+    if (!p) return {};
+    std::string out(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s, col)));
+    if (!simdjson::validate_utf8(out.data(), out.size())) {
+      fail(std::string("column ") + sqlite3_column_name(s, col) + " holds text that is not UTF-8");
+      out.clear();
+    }
+    return out;
   }
 
   // A string by id; false (and the error) for an id the table lacks.
@@ -155,6 +166,19 @@ class DbReader {
       return fail(std::string(what) + " refers to string " + std::to_string(id) + ", which the strings table lacks");
     *out = strings_[size_t(id)];
     return true;
+  }
+
+  // Whether string `id` (an arg value marked JSON) parses; one that does
+  // not (a damaged database) is read as a string, so output stays JSON.
+  bool valid_json(int64_t id) {
+    if (json_ok_.size() < strings_.size()) json_ok_.resize(strings_.size(), -1);
+    int8_t& ok = json_ok_[size_t(id)];
+    if (ok < 0) {
+      simdjson::dom::element doc;
+      const std::string& t = strings_[size_t(id)];
+      ok = parser_.parse(t.data(), t.size(), true).get(doc) == simdjson::SUCCESS;
+    }
+    return ok == 1;
   }
 
   bool track(int64_t id, const Track** out) {
@@ -186,7 +210,8 @@ class DbReader {
     while (args_rc_ == SQLITE_ROW && sqlite3_column_int64(args_, 0) == id) {
       Arg a;
       if (!str(args_, 1, &a.key, "an arg") || !str(args_, 2, &a.value, "an arg")) return false;
-      a.kind = sqlite3_column_int(args_, 3) ? json_kind(a.value) : ValueKind::kString;
+      a.kind = sqlite3_column_int(args_, 3) && valid_json(sqlite3_column_int64(args_, 2)) ? json_kind(a.value)
+                                                                                          : ValueKind::kString;
       e.args.push_back(a);
       args_rc_ = sqlite3_step(args_);
     }
@@ -324,6 +349,11 @@ class DbReader {
     return rc == SQLITE_ROW || rc == SQLITE_DONE || sql_fail("reading events");
   }
 
+  bool parses(const std::string& text) {
+    simdjson::dom::element doc;
+    return parser_.parse(text.data(), text.size(), true).get(doc) == simdjson::SUCCESS;
+  }
+
   bool meta_event(int64_t pid, int64_t tid, std::string_view name, std::vector<Arg> args) {
     Event e;
     e.has_cat = e.has_name = e.has_ph = e.has_pid = e.has_tid = e.has_ts = e.has_args = true;
@@ -337,20 +367,22 @@ class DbReader {
     return deliver(e);
   }
 
+  // Process names, then thread and queue names, as epprof writes them.
   bool names() {
-    for (const auto& [id, t] : tracks_)
-      if (!t.name.empty() && !meta_event(t.pid, t.tid, "thread_name", {{"name", t.name, ValueKind::kString}}))
-        return false;
     sqlite3_stmt* s = prepare("SELECT pid, name FROM processes WHERE name IS NOT NULL ORDER BY pid");
     if (!s) return false;
-    int rc;
+    int rc = SQLITE_DONE;
     bool ok = true;
     while (ok && (rc = sqlite3_step(s)) == SQLITE_ROW) {
       const std::string name = text(s, 1);
       ok = meta_event(sqlite3_column_int64(s, 0), 0, "process_name", {{"name", name, ValueKind::kString}});
     }
     sqlite3_finalize(s);
-    return ok && (rc == SQLITE_DONE || sql_fail("reading processes"));
+    if (!ok || (rc != SQLITE_DONE && !sql_fail("reading processes"))) return false;
+    for (const auto& [id, t] : tracks_)
+      if (!t.name.empty() && !meta_event(t.pid, t.tid, "thread_name", {{"name", t.name, ValueKind::kString}}))
+        return false;
+    return true;
   }
 
   bool metadata() {
@@ -365,7 +397,8 @@ class DbReader {
       if (fields.empty()) return true;
       std::vector<Arg> args;
       for (size_t i = 0; i < fields.size(); ++i)
-        args.push_back({fields[i].first, fields[i].second, json[i] ? json_kind(fields[i].second) : ValueKind::kString});
+        args.push_back({fields[i].first, fields[i].second,
+                        json[i] && parses(fields[i].second) ? json_kind(fields[i].second) : ValueKind::kString});
       const bool r = meta_event(pid, 0, "epprof_metadata", std::move(args));
       fields.clear();
       json.clear();
@@ -392,6 +425,8 @@ class DbReader {
   bool stopped_ = false;
   std::vector<std::string> strings_;
   std::vector<bool> have_;
+  std::vector<int8_t> json_ok_;  // per string id: -1 not checked yet
+  simdjson::dom::parser parser_;
   std::map<int64_t, Track> tracks_;
   std::string ts_text_, dur_text_;
 };

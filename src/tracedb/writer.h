@@ -5,7 +5,7 @@
 // `epprof convert` and `merge` (report/event_output).
 //
 // The caller owns the file's fate: it passes the path of a temporary
-// (io::AtomicFile::reopen_path()) and commits or discards that once
+// (io::AtomicFile::temporary_path()) and commits or discards that once
 // finish() returned. Not thread-safe: one thread writes.
 #pragma once
 
