@@ -5,6 +5,7 @@
 // The per-op bar chart is SVG. The script marks the DOM when done so a
 // headless browser can check it (body[data-rendered], data-* counts).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -76,9 +77,11 @@ void html_table(const Table& t, std::string* out) {
 }
 
 // A time in µs with at most 3 decimals and no trailing zeros (integer-µs
-// traces stay short).
+// traces stay short). JSON has no inf or NaN (a hostile trace's times can
+// overflow when made relative): those are written as 0.
 void num(double v, std::string* out) {
-  char buf[48];
+  if (!std::isfinite(v)) v = 0;
+  char buf[400];
   int n = std::snprintf(buf, sizeof buf, "%.3f", v);
   while (n > 0 && buf[n - 1] == '0') --n;
   if (n > 0 && buf[n - 1] == '.') --n;
@@ -343,7 +346,7 @@ TimelineData build_timeline(const Trace& t) {
       if (!ts.empty()) ts += ',', val += ',';
       num(v[i]->ts - t_min, &ts);
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.9g", v[i]->value);
+      std::snprintf(buf, sizeof buf, "%.9g", std::isfinite(v[i]->value) ? v[i]->value : 0.0);
       val += buf;
       ++out.counter_points_shown;
     }
