@@ -173,7 +173,9 @@ class Loader {
       // or one key per series.
       std::string name(e.name);
       if (a.key != "value" && a.key != e.name) name += "." + std::string(a.key);
-      pending_counters_.push_back({{t_.strings.intern(name), v, -1}, e.pid, e.tid, e.ts, corr});
+      const uint32_t id = t_.strings.intern(name);
+      pending_counters_.push_back({{id, v, -1}, e.pid, e.tid, e.ts, corr});
+      if (o_.keep_others) t_.counter_points.push_back({id, e.pid, e.tid, e.ts, v});
     }
     return true;
   }

@@ -54,6 +54,15 @@ struct CounterSample {
   int32_t node = -1;             // the node it belongs to, -1 if none
 };
 
+// One sample of a counter track ("ph":"C") where it was taken, for drawing
+// the counter over time.
+struct CounterPoint {
+  uint32_t counter = kNoString;  // counter name, as in CounterSample
+  int64_t pid = 0, tid = 0;
+  double ts = 0;  // µs
+  double value = 0;
+};
+
 struct FlowPoint {
   uint64_t id = 0;
   int64_t pid = 0, tid = 0;
@@ -69,6 +78,7 @@ struct Trace {
   std::vector<Slice> others;   // other complete host events (kept only if asked)
   std::vector<FlowPoint> flows;  // kept only if asked
   std::vector<CounterSample> counters;
+  std::vector<CounterPoint> counter_points;  // every counter sample in file order; kept only with keep_others
   std::map<int64_t, std::string> process_names;
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
   std::map<int64_t, int> warmup;          // per pid, from epprof_metadata
@@ -95,7 +105,7 @@ struct Event;
 OrtGpuLink ort_gpu_link(const Event& e);
 
 struct LoadOptions {
-  bool keep_others = false;  // non-node host slices (the HTML timeline)
+  bool keep_others = false;  // non-node host slices and counter samples over time (the HTML timeline)
   bool keep_flows = false;
   int skip_runs = -1;  // warm-up runs per process; -1: from the metadata (0 if none)
   int max_runs = -1;   // measured runs per process after the warm-up ones; -1: all
