@@ -61,7 +61,7 @@ void Merger::advance_winner() {
   tree_[0] = x;
 }
 
-const Record* Merger::next(uint32_t* stream) {
+const Record* Merger::next(uint32_t* stream, bool* stable) {
   if (pending_) {
     advance_winner();
     pending_ = false;
@@ -71,6 +71,7 @@ const Record* Merger::next(uint32_t* stream) {
   pending_ = true;
   const Leaf& l = leaves_[top.leaf];
   *stream = l.stream;
+  if (stable) *stable = l.run->records_stable();
   return l.cur->rec;
 }
 

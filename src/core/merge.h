@@ -16,8 +16,10 @@ class Merger {
   explicit Merger(std::vector<std::unique_ptr<RunCursor>> runs);
 
   // The next entry and its stream, or nullptr when done. The record stays
-  // valid until the following call.
-  const Record* next(uint32_t* stream);
+  // valid until the following call; if *stable is set (non-null), for as
+  // long as the recorder lives (it is in memory, not in a spilled run's
+  // read buffer).
+  const Record* next(uint32_t* stream, bool* stable = nullptr);
 
  private:
   // A run's head with its sort key inline: (ts, ~dur, rank), where rank is

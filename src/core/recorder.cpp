@@ -115,6 +115,7 @@ class DiskRun final : public RunCursor {
   DiskRun(int fd, uint32_t stream, uint64_t offset, uint64_t bytes)
       : fd_(fd), next_offset_(offset), end_offset_(offset + bytes), buf_(new unsigned char[kBufBytes]) {
     stream_ = stream;
+    records_stable_ = false;
     window_.reserve(kWindowEntries);
     refill();
   }

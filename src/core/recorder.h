@@ -95,8 +95,13 @@ class RunCursor {
   // Replaces the window with the next one; false, with an empty window,
   // once the run is exhausted.
   virtual bool refill() = 0;
+  // True when the records stay where they are until the recorder goes
+  // (chunks in memory), false when a refill() reuses their memory (a
+  // spilled run's read buffer).
+  bool records_stable() const noexcept { return records_stable_; }
 
  protected:
+  bool records_stable_ = true;
   const IndexEntry* begin_ = nullptr;
   const IndexEntry* end_ = nullptr;
   uint32_t stream_ = 0;

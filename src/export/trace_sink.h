@@ -1,7 +1,7 @@
 // What a trace writer receives, format-independent. Each output format is
-// one TraceSink; scope::write_trace feeds it events in this order: host
-// events (sorted by start), device events (sorted by start) with their
-// flows, track names, metadata, finish.
+// one TraceSink; scope::write_trace feeds it host and device events (each
+// device event followed by its flow) in end-time order, as ONNX Runtime
+// writes them, then track names, metadata, finish.
 #pragma once
 
 #include <cstdint>

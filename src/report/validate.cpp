@@ -87,14 +87,30 @@ class Validator {
       const bool ts = need(e.has_ts, "ts"), dur = need(e.has_dur, "dur");
       if (!(pid && tid && ts && dur)) return true;
       if (e.dur < 0) add("negative-duration", at + " " + name + ": dur " + std::string(e.dur_raw) + " < 0");
+      // Track order, in both of the orders epprof has written: by start
+      // (traces from before event_order) and by end (ONNX Runtime's). The
+      // metadata, at the end of the file, says which applies.
+      const bool integer = is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw);
       auto [it, fresh] = last_ts_.try_emplace({e.pid, e.tid}, e.ts);
       if (!fresh) {
         if (e.ts < it->second)
-          track_order_.push_back(at + " " + name + " on track pid " + std::to_string(e.pid) + " tid " +
+          start_order_.push_back(at + " " + name + " on track pid " + std::to_string(e.pid) + " tid " +
                                  std::to_string(e.tid) + ": ts " + std::string(e.ts_raw) +
                                  " is before the previous event's ts on that track");
         else
           it->second = e.ts;
+      }
+      auto [end, first] = last_end_.try_emplace({e.pid, e.tid}, e.ts + e.dur);
+      if (!first) {
+        // Integer µs: a slice under 1 µs is written 1 µs long, so its end
+        // may pass a later slice's by that much.
+        if (e.ts + e.dur < end->second - (integer ? 1.0 : 0.0))
+          end_order_.push_back(at + " " + name + " on track pid " + std::to_string(e.pid) + " tid " +
+                               std::to_string(e.tid) + ": ends at " + std::to_string(e.ts + e.dur) +
+                               " us, before the previous event on that track (" + std::to_string(end->second) +
+                               " us); events are written by end time");
+        else
+          end->second = std::max(end->second, e.ts + e.dur);
       }
       tracks_[{e.pid, e.tid}].push_back(
           {e.ts, e.ts + e.dur, e.index, e.offset, is_integer_text(e.ts_raw) && is_integer_text(e.dur_raw)});
@@ -105,7 +121,11 @@ class Validator {
       if (need(!e.id.empty(), "id")) (e.ph == "s" ? flow_starts_ : flow_ends_)[std::string(e.id)]++;
     } else if (e.ph == "M") {
       need(e.has_pid, "pid");
-      if (e.name == "epprof_metadata") epprof_ = true;
+      if (e.name == "epprof_metadata") {
+        epprof_ = true;
+        const Arg* order = e.arg("event_order");
+        end_order_written_ = order && order->value == "end";
+      }
     } else if (e.ph == "B" || e.ph == "E" || e.ph == "i" || e.ph == "I" || e.ph == "C") {
       need(e.has_pid, "pid");
       need(e.has_ts, "ts");
@@ -184,10 +204,11 @@ class Validator {
       }
     }
     resolve_ort_devices();
-    // epprof writes each track in time order and always attributes device
-    // events; ONNX Runtime writes events as they end and has no ids.
+    // epprof writes each track in order (by end time since event_order;
+    // before it, by start) and always attributes device events; ONNX
+    // Runtime writes events as they end and has no ids.
     if (epprof_)
-      for (const std::string& m : track_order_) add("track-order", m);
+      for (const std::string& m : end_order_written_ ? end_order_ : start_order_) add("track-order", m);
     if (epprof_)
       for (const std::string& at : devices_without_corr_) add("correlation", at + ": device event has no correlation_id");
     check_overlaps();
@@ -319,7 +340,9 @@ class Validator {
   std::vector<OrtDeviceRef> ort_devices_;
   std::map<std::pair<int64_t, uint32_t>, std::vector<NodeRef>> ort_nodes_;  // node events by (pid, name)
   std::vector<std::string> devices_without_corr_;
-  std::vector<std::string> track_order_;
+  std::vector<std::string> start_order_, end_order_;
+  bool end_order_written_ = false;
+  std::map<std::pair<int64_t, int64_t>, double> last_end_;
   std::map<int64_t, std::vector<Interval>> runs_;
   std::map<std::pair<int64_t, int64_t>, std::vector<Interval>> tracks_;  // complete events per (pid, tid)
   std::vector<std::pair<int64_t, Interval>> nodes_;

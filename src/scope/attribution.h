@@ -29,6 +29,13 @@ class Attribution {
     if (it != by_id_.end() && !it->second.resolved) resolve(it->second, r, name, tid, ts_ns);
   }
 
+  // Whether `e` names an id that no host event offered so far has (one
+  // may still come).
+  bool waiting(const epprof_event& e) const {
+    auto it = by_id_.find(e.correlation_id);
+    return e.correlation_id && it != by_id_.end() && !it->second.resolved;
+  }
+
   // What device event `e` is attributed to: nullptr for a non-device event
   // without an id; otherwise an attribution, unresolved (and counted) when
   // no host event has its id.

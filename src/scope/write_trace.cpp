@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -33,70 +34,182 @@ struct Counts {
   core::RecorderStats recorder;  // once the host events are merged
 };
 
-// Stage 2: every host event, merged by time from every stream and spilled
-// run, into the sink; each is offered to attribution. Args attached after
-// the fact (counter values, epprof_event_annotate) go on the first host
-// event with the id, and for a NODE event also become counter tracks.
-uint64_t write_host_events(core::Profiler& p, const core::TickConverter& conv, int64_t pid,
-                           exporter::TraceSink& sink, Attribution& attribution) {
-  const int64_t t0 = p.start_pair().ns;
-  Annotations notes = take_annotations(&p);
-  core::Merger merger(p.recorder().finish());
-  const auto& streams = p.recorder().streams();
-  uint64_t host_events = 0;
-  uint32_t stream = 0;
-  while (const core::Record* r = merger.next(&stream)) {
-    const std::string* name = core::interned(r->name);
-    const std::string_view name_view = name ? std::string_view(*name) : std::string_view("?");
-    const int64_t tid = streams[stream]->tid;
-    const int64_t ts = conv.to_ns(r->ts) - t0;
-    const int64_t dur = (r->flags & core::kRecordDurationNs) ? int64_t(r->dur) : conv.duration_ns(r->dur);
-    const std::vector<exporter::ExtraArg>* extra = nullptr;
-    if (!notes.empty()) {
-      auto note = notes.find(r->correlation_id);
-      if (note != notes.end() && !note->second.empty()) extra = &note->second;
+// Stages 2 to 4: every host event (merged by start from every stream and
+// spilled run) and every device event, with their attribution and flows,
+// written in the order ONNX Runtime writes events: by end time, a child
+// before a parent that ends with it (ties: the later start first). Tools
+// that find a run's events by position rely on it: a run's node events and
+// device work come before its model_run.
+//
+// Host events are read in start order and each waits in a heap until the
+// stream has passed its end (an event starting after that end was read), so
+// only the events still open wait: nesting depth times threads, not the
+// scope. Each is offered to attribution when read; device work starts after
+// the host event that launched it, so when a device event's turn comes its
+// host event is known. One whose id no host event read so far has (a device
+// clock running early) waits until every host event was read.
+class EndOrder {
+ public:
+  EndOrder(core::Profiler& p, const core::TickConverter& conv, int64_t pid, const DeviceEvents& device,
+           exporter::TraceSink& sink, Attribution& attribution)
+      : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution),
+        t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
+    const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
+    if (subscriber && subscriber->wants()) {
+      subscriber_ = subscriber;
+      for (const auto& ep : p.eps()) ep_names_.push_back(core::intern(ep->name()));
     }
-    sink.host_event({r->category, name_view, pid, tid, ts, dur, r->correlation_id, r, extra});
-    if (extra) {
-      if (r->category == EPPROF_CATEGORY_NODE)
-        for (const auto& x : *extra)
-          if (x.number) sink.counter(pid, tid, ts, x.key, x.value);
-      notes.erase(r->correlation_id);
-    }
-    ++host_events;
-    attribution.host_event(*r, name_view, tid, ts);
+    device_order_.resize(device.events.size());
+    for (uint32_t i = 0; i < device_order_.size(); ++i) device_order_[i] = i;
+    std::stable_sort(device_order_.begin(), device_order_.end(), [&](uint32_t a, uint32_t b) {
+      const epprof_event &x = *device.events[a].event, &y = *device.events[b].event;
+      const int64_t xe = x.ts_ns + x.dur_ns, ye = y.ts_ns + y.dur_ns;
+      return xe != ye ? xe < ye : x.ts_ns > y.ts_ns;
+    });
   }
-  return host_events;
-}
 
-// Stages 3 and 4: device events with their attribution, a flow from each
-// attributed host event to its device work, and the device records for
-// the sessions. Device work with no id, or an id no host event of this
-// scope has, is kept, marked unattributed and counted.
-void write_device_events(const core::Profiler& p, const DeviceEvents& device, int64_t pid,
-                         exporter::TraceSink& sink, Attribution& attribution) {
-  uint64_t flow_id = 0;
-  const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
-  const bool sessions_active = subscriber && subscriber->wants();
-  std::vector<epprof_record> session_records;
-  std::vector<uint32_t> ep_names;
-  if (sessions_active)
-    for (const auto& ep : p.eps()) ep_names.push_back(core::intern(ep->name()));
-  for (const DeviceEvent& d : device.events) {
-    const epprof_event& e = *d.event;
-    const exporter::Attribution* a = attribution.of(e);
-    const bool on_device = is_device_category(e.category);
-    sink.device_event({uint8_t(e.category), e.name, on_device ? pid : e.pid, d.tid, e.ts_ns, e.dur_ns, &e.keys,
-                       &e.values, a});
-    if (a && a->resolved && on_device) sink.flow(++flow_id, pid, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
-    if (sessions_active && on_device)
-      session_records.push_back(session_record(e, a, ep_names[d.plugin], p.start_pair().ns));
+  // Writes everything; returns the number of host events.
+  uint64_t run() {
+    core::Merger merger(p_.recorder().finish());
+    const auto& streams = p_.recorder().streams();
+    uint32_t stream = 0;
+    bool stable = true;
+    while (const core::Record* r = merger.next(&stream, &stable)) {
+      Pending e;
+      e.tid = streams[stream]->tid;
+      e.ts = conv_.to_ns(r->ts) - t0_;
+      e.dur = (r->flags & core::kRecordDurationNs) ? int64_t(r->dur) : conv_.duration_ns(r->dur);
+      e.seq = ++read_;
+      attribution_.host_event(*r, name_of(*r), e.tid, e.ts);
+      write_ended_before(e.ts);
+      if (stable) {
+        e.rec = r;
+      } else {  // a spilled run's buffer: keep a copy
+        const size_t bytes = (size_t(r->arg_slots) + 1) * core::kSlotBytes;
+        e.copy.reset(new unsigned char[bytes]);
+        std::memcpy(e.copy.get(), r, bytes);
+        e.rec = reinterpret_cast<const core::Record*>(e.copy.get());
+      }
+      open_.push_back(std::move(e));
+      std::push_heap(open_.begin(), open_.end(), later);
+    }
+    host_done_ = true;
+    write_ended_before(INT64_MAX);
+    for (uint32_t d : waiting_) write_device(d);
+    // Sessions see device work when its scope ends: that is when plugins
+    // hand it over (end_profiling). A session's filters (kernel names, EPs,
+    // ...) apply as to any record.
+    if (!session_records_.empty()) subscriber_->deliver(session_records_.data(), session_records_.size());
+    return written_;
   }
-  // Sessions see device work when its scope ends: that is when plugins hand
-  // it over (end_profiling). A session's filters (kernel names, EPs, ...)
-  // apply as to any record.
-  if (!session_records.empty()) subscriber->deliver(session_records.data(), session_records.size());
-}
+
+ private:
+  struct Pending {
+    int64_t ts = 0, dur = 0, tid = 0;
+    uint64_t seq = 0;  // read order
+    const core::Record* rec = nullptr;
+    std::unique_ptr<unsigned char[]> copy;  // rec's bytes, when the merger's could move
+    int64_t end() const { return ts + dur; }
+  };
+  // Heap order: the top is the host event to write first.
+  static bool later(const Pending& a, const Pending& b) {
+    if (a.end() != b.end()) return a.end() > b.end();
+    if (a.ts != b.ts) return a.ts < b.ts;
+    return a.seq < b.seq;
+  }
+
+  static std::string_view name_of(const core::Record& r) {
+    const std::string* name = core::interned(r.name);
+    return name ? std::string_view(*name) : std::string_view("?");
+  }
+
+  // Writes, in end order, the host and device events that end before
+  // `limit` (all of them at INT64_MAX).
+  void write_ended_before(int64_t limit) {
+    for (;;) {
+      const bool host = !open_.empty() && (open_.front().end() < limit || limit == INT64_MAX);
+      const epprof_event* dev =
+          next_device_ < device_order_.size() ? device_.events[device_order_[next_device_]].event : nullptr;
+      const bool device = dev && (dev->ts_ns + dev->dur_ns < limit || limit == INT64_MAX);
+      if (!host && !device) return;
+      // The earlier end first; at a tie the later start, and host first.
+      bool take_device = device;
+      if (host && device) {
+        const Pending& h = open_.front();
+        const int64_t de = dev->ts_ns + dev->dur_ns;
+        take_device = de != h.end() ? de < h.end() : dev->ts_ns > h.ts;
+      }
+      if (take_device) {
+        const uint32_t d = device_order_[next_device_++];
+        if (!host_done_ && attribution_.waiting(*device_.events[d].event))
+          waiting_.push_back(d);
+        else
+          write_device(d);
+      } else {
+        std::pop_heap(open_.begin(), open_.end(), later);
+        write_host(open_.back());
+        open_.pop_back();
+      }
+    }
+  }
+
+  // Args attached after the fact (counter values, epprof_event_annotate) go
+  // on the first host event with the id, and for a NODE event also become
+  // counter tracks.
+  void write_host(const Pending& e) {
+    const core::Record& r = *e.rec;
+    const std::string_view name = name_of(r);
+    const std::vector<exporter::ExtraArg>* extra = nullptr;
+    if (!notes_.empty()) {
+      auto note = notes_.find(r.correlation_id);
+      if (note != notes_.end() && !note->second.empty()) extra = &note->second;
+    }
+    sink_.host_event({r.category, name, pid_, e.tid, e.ts, e.dur, r.correlation_id, &r, extra});
+    if (extra) {
+      if (r.category == EPPROF_CATEGORY_NODE)
+        for (const auto& x : *extra)
+          if (x.number) sink_.counter(pid_, e.tid, e.ts, x.key, x.value);
+      notes_.erase(r.correlation_id);
+    }
+    ++written_;
+  }
+
+  // A device event with its attribution, a flow from the attributed host
+  // event to it, and its session record. Device work with no id, or an id
+  // no host event of this scope has, is kept, marked unattributed and
+  // counted.
+  void write_device(uint32_t index) {
+    const DeviceEvent& d = device_.events[index];
+    const epprof_event& e = *d.event;
+    const exporter::Attribution* a = attribution_.of(e);
+    const bool on_device = is_device_category(e.category);
+    sink_.device_event({uint8_t(e.category), e.name, on_device ? pid_ : e.pid, d.tid, e.ts_ns, e.dur_ns, &e.keys,
+                        &e.values, a});
+    if (a && a->resolved && on_device) sink_.flow(++flow_id_, pid_, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
+    if (subscriber_ && on_device)
+      session_records_.push_back(session_record(e, a, ep_names_[d.plugin], p_.start_pair().ns));
+  }
+
+  core::Profiler& p_;
+  const core::TickConverter& conv_;
+  const int64_t pid_;
+  const DeviceEvents& device_;
+  exporter::TraceSink& sink_;
+  Attribution& attribution_;
+  const int64_t t0_;
+  Annotations notes_;
+
+  std::vector<Pending> open_;  // a heap (later): host events read, not yet written
+  std::vector<uint32_t> device_order_;  // device events by end
+  size_t next_device_ = 0;
+  std::vector<uint32_t> waiting_;  // device events whose host event was not read yet
+  bool host_done_ = false;
+  uint64_t read_ = 0, written_ = 0, flow_id_ = 0;
+
+  const DeviceRecordSubscriber* subscriber_ = nullptr;
+  std::vector<uint32_t> ep_names_;
+  std::vector<epprof_record> session_records_;
+};
 
 // Stage 5's last items: track names and the metadata record.
 void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& conv, const DeviceEvents& device,
@@ -121,6 +234,9 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
   clock.add("ns_per_tick", MetaValue::string(std::to_string(conv.ns_per_tick())));
   clock.add("fit", MetaValue::string("two-point: profiler start and stop"));
   meta.emplace_back("host_clock", std::move(clock));
+  // The order the events were written in (validate checks each track
+  // against it; traces from before it have start order).
+  meta.emplace_back("event_order", MetaValue::string("end"));
   meta.emplace_back("host_events", MetaValue::string(std::to_string(counts.host_events)));
   meta.emplace_back("device_events", MetaValue::string(std::to_string(counts.device_events)));
   meta.emplace_back("dropped_events", MetaValue::string(std::to_string(rs.dropped_events)));
@@ -169,8 +285,7 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
     sink_owner = std::make_unique<exporter::ChromeTraceSink>(p.file().fd(), p.config().integer_timestamps);
   exporter::TraceSink& sink = *sink_owner;
   Counts counts;
-  counts.host_events = write_host_events(p, conv, pid, sink, attribution);
-  write_device_events(p, device, pid, sink, attribution);
+  counts.host_events = EndOrder(p, conv, pid, device, sink, attribution).run();
   counts.device_events = device.events.size();
   counts.unattributed = attribution.unattributed();
   counts.recorder = p.recorder().stats();

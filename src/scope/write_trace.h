@@ -3,7 +3,8 @@
 //   1. collect   the EP profilers' events          (scope/device_events.*)
 //   2. merge     the host streams, by time         (core/merge.*)
 //   3. attribute device events to host events      (scope/attribution.*)
-//   4. flows     node → device work, and sessions  (here)
+//   4. flows     node → device work, and sessions, with every event
+//                put in end-time order as ONNX Runtime writes it (here)
 //   5. sinks     the trace writer                  (export/*, behind exporter::TraceSink)
 // and the trace file is committed last.
 #pragma once

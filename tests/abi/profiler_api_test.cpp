@@ -59,8 +59,9 @@ TEST_F(ProfilerApi, NestedEventsAreWrittenWithTheirArgs) {
   // Valid raw JSON stays raw (not a string); invalid raw JSON becomes a string.
   EXPECT_FALSE(n->has_arg("input_type_shape"));
   EXPECT_EQ(n->arg("broken_json"), "[{\"float\":");
-  // The parent comes first: events are merged by start time.
-  EXPECT_LT(r - events.data(), n - events.data());
+  // The child comes first: events are written by end time, as ONNX
+  // Runtime writes them.
+  EXPECT_GT(r - events.data(), n - events.data());
 }
 
 TEST_F(ProfilerApi, InternedArgValuesAreExportedLikeTheirText) {
@@ -200,23 +201,28 @@ TEST_F(ProfilerApi, EventsAcrossManyChunksAreAllKept) {
   stats.size = sizeof stats;
   const auto events = stop_and_read(&stats);
   EXPECT_EQ(stats.host_events, uint64_t(kRuns) * (kNodes + 1));
+  // Written by end time: each run's nodes, then the run.
   int runs = 0, nodes = 0;
-  const TraceEvent* parent = nullptr;
+  std::vector<const TraceEvent*> children;
   for (const auto& e : events) {
     if (e.name == "run") {
       const int64_t want = runs == 0 ? INT64_MIN : runs == 1 ? INT64_MAX : -runs;
       EXPECT_EQ(e.arg("run_id"), std::to_string(want)) << "run " << runs;
+      EXPECT_EQ(children.size(), size_t(kNodes)) << "run " << runs;
+      for (const TraceEvent* c : children) {
+        EXPECT_LE(e.ts, c->ts);
+        EXPECT_GE(e.ts + e.dur, c->ts + c->dur);
+      }
+      children.clear();
       ++runs;
-      parent = &e;
     } else if (e.name == "node_kernel_time") {
       ++nodes;
-      ASSERT_NE(parent, nullptr);
-      EXPECT_LE(parent->ts, e.ts);
-      EXPECT_GE(parent->ts + parent->dur, e.ts + e.dur);
+      children.push_back(&e);
       EXPECT_EQ(e.arg("op_name"), "Relu");
       EXPECT_EQ(e.arg("node_index"), "3");
     }
   }
+  EXPECT_TRUE(children.empty());
   EXPECT_EQ(runs, kRuns);
   EXPECT_EQ(nodes, kRuns * kNodes);
 }

@@ -137,6 +137,67 @@ TEST(ReportCli, EpprofRunTraceMatchesIndependentNumbers) {
   EXPECT_NE(csv.out.find("Conv_example_kernel"), std::string::npos) << csv.out;
 }
 
+// The default trace is in ONNX Runtime's order: integer µs, every event
+// written when it ends, so a run's node events and its device work come
+// before its model_run and after the previous one, and each track's events
+// end in file order.
+TEST(ReportCli, EpprofRunTraceIsInOnnxRuntimeOrder) {
+  TempDir dir;
+  const std::string trace = dir.file("t.json");
+  CmdResult run = run_cmd(cli() + " run --runs 3 --warmup 1 --no-table --plugin " EPPROF_EXAMPLE_PLUGIN_PATH
+                          " --output " + trace);
+  ASSERT_EQ(run.rc, 0) << run.out;
+  const json events = load_json(trace);
+  struct RunPos {
+    double ts, end;
+    size_t pos;
+  };
+  std::vector<RunPos> runs;
+  std::map<std::string, std::pair<double, double>> node_by_corr;  // corr -> node [ts, end]
+  std::map<std::pair<int64_t, int64_t>, double> last_end;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (e["ph"] != "X") continue;
+    ASSERT_TRUE(e["ts"].is_number_integer() && e["dur"].is_number_integer()) << e.dump();
+    const double ts = e["ts"], end = ts + e["dur"].get<double>();
+    auto [it, fresh] = last_end.try_emplace({e["pid"], e["tid"]}, end);
+    if (!fresh) {
+      // A slice under 1 µs is written 1 µs long: its end may pass by 1.
+      EXPECT_GE(end + 1, it->second) << "event " << i << " ends before the previous one on its track";
+      it->second = std::max(it->second, end);
+    }
+    if (e["name"] == "model_run") runs.push_back({ts, end, i});
+    if (e["cat"] == "Node") node_by_corr[e["args"]["correlation_id"]] = {ts, end};
+  }
+  ASSERT_EQ(runs.size(), 4u);
+  // The run (index into runs) whose span holds [ts, end].
+  auto run_of = [&](double ts, double end) -> int {
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (ts >= runs[r].ts && end <= runs[r].end) return int(r);
+    return -1;
+  };
+  size_t nodes = 0, devices = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (e["ph"] != "X") continue;
+    int r = -1;
+    if (e["cat"] == "Node") {
+      r = run_of(e["ts"], e["ts"].get<double>() + e["dur"].get<double>());
+      nodes += r >= 0;
+    } else if (e["cat"] == "Kernel" && e["args"].contains("correlation_id") &&
+               node_by_corr.count(e["args"]["correlation_id"])) {
+      const auto& n = node_by_corr.at(e["args"]["correlation_id"]);
+      r = run_of(n.first, n.second);  // the run of the node that launched it
+      devices += r >= 0;
+    }
+    if (r < 0) continue;
+    EXPECT_LT(i, runs[size_t(r)].pos) << e.dump() << " comes after its model_run";
+    if (r > 0) EXPECT_GT(i, runs[size_t(r) - 1].pos) << e.dump() << " comes before the previous model_run";
+  }
+  EXPECT_GT(nodes, 4 * 20u);
+  EXPECT_GT(devices, 4 * 20u);
+}
+
 TEST(ReportCli, OnnxRuntimeProfileIsReportedCorrectly) {
   const std::string path = std::string(EPPROF_REPORT_DATA_DIR) + "/ort_profile.json";
   CmdResult rep = run_cmd(cli() + " report " + path + " --format json");

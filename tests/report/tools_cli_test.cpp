@@ -58,8 +58,12 @@ TEST_F(ToolsCli, ValidateFindsEachSeededViolation) {
       {"attribution", [](json& ev) { ev[find_event(ev, is_node_kernel)]["args"]["node_index"] = "999"; }},
       {"attribution", [](json& ev) { ev[find_event(ev, is_node_kernel)]["args"]["parent_name"] = "other"; }},
       {"track-order", [](json& ev) {
+         // Two consecutive nodes of one thread, swapped: the first now ends
+         // after the second (events are written by end time).
          size_t a = find_event(ev, [](const json& e) { return e["cat"] == "Node"; });
-         std::swap(ev[a], ev[a + 1]);  // two consecutive nodes of one thread
+         size_t b = a + 1;
+         while (b < ev.size() && !(ev[b]["cat"] == "Node" && ev[b]["tid"] == ev[a]["tid"])) ++b;
+         std::swap(ev[a], ev[b]);
        }},
       {"nesting", [](json& ev) {
          size_t i = find_event(ev, [](const json& e) { return e["cat"] == "Node"; });
