@@ -266,6 +266,44 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
                                               int64_t start_ns, int64_t dur_ns,
                                               const epprof_arg* args, size_t num_args);
 
+/* ---- Memory: allocations and frees ---- */
+
+/* What an allocation holds, for the memory report. Append-only. */
+typedef enum epprof_memory_tag {
+  EPPROF_MEMORY_OTHER = 0,
+  EPPROF_MEMORY_OUTPUT = 1,       /* a node's output (an activation) */
+  EPPROF_MEMORY_TEMPORARY = 2,    /* scratch a kernel frees before it returns (im2col, ...) */
+  EPPROF_MEMORY_INITIALIZER = 3,  /* a weight, allocated when the model loads */
+  EPPROF_MEMORY_INPUT = 4,        /* a graph input the host provides */
+  EPPROF_MEMORY_ARENA_CHUNK = 5,  /* memory an arena holds from the system; the tensors
+                                   * inside it are reported on their own, so a chunk
+                                   * counts as held (mem_arena_held), not as in use */
+  EPPROF_MEMORY_TAG_COUNT_ = 6    /* number of tags in this ABI version; not a tag */
+} epprof_memory_tag;
+
+/* Records that `bytes` (> 0) were allocated on `device` (an interned name:
+ * "cpu", "opencl:0", ...) as allocation `allocation_id` (the host's, e.g.
+ * the address; unique among the live allocations of that device), at the
+ * current time on the calling thread. It is attributed to the innermost
+ * open event of this thread (the node that allocated), and becomes part of
+ * that event's mem_* args, of the device's memory-in-use counter track and
+ * of the memory report (epprof report --by memory). Same cost class as an
+ * event: no lock, allocation or syscall. Returns NULL (also for the zero
+ * handle); INVALID_ARGUMENT for bytes 0, an unknown tag or a device that is
+ * not an interned name; NOT_FOUND for a stale handle; FAILED_PRECONDITION
+ * when the profiler is not running. An allocation made while the profiler
+ * was not running and freed while it is counts as freed memory of unknown
+ * size (0): report allocations from profiler_start on. */
+EPPROF_API epprof_status* epprof_memory_alloc(epprof_profiler_t profiler, uint64_t allocation_id, uint64_t bytes,
+                                              epprof_name_id device, epprof_memory_tag tag);
+
+/* Records that allocation `allocation_id` of `device` was freed, on the
+ * calling thread, attributed like an allocation. Statuses as for
+ * epprof_memory_alloc (no check on bytes or tag). A free of an id the scope
+ * never saw allocated is kept and counted (metadata memory.unmatched_frees). */
+EPPROF_API epprof_status* epprof_memory_free(epprof_profiler_t profiler, uint64_t allocation_id,
+                                             epprof_name_id device);
+
 /* ---- Event blocks: events known in advance, recorded by index ---- */
 
 /* What one event of a block is. */

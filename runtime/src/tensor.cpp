@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "epprof/rt/error.h"
+#include "memory_hooks.h"
 
 namespace epprof::rt {
 
@@ -142,7 +143,11 @@ Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, alloc);
-  data_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  memory::report_allocated(p, alloc);
+  data_ = std::shared_ptr<void>(p, [](void* q) {
+    memory::report_freed(q);
+    std::free(q);
+  });
 }
 
 Tensor Tensor::reshaped(Shape shape) const {

@@ -466,6 +466,53 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
 
 }  // extern "C"
 
+namespace epprof::abi {
+namespace {
+
+[[gnu::cold, gnu::noinline]] epprof_status* bad_memory_args(const char* fn, uint64_t bytes, epprof_name_id device,
+                                                            uint32_t tag, bool alloc) noexcept {
+  return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+    if (alloc && bytes == 0) return std::string(fn) + ": bytes is 0";
+    if (alloc && tag >= EPPROF_MEMORY_TAG_COUNT_) return std::string(fn) + ": unknown tag " + std::to_string(tag);
+    return std::string(fn) + ": device " + std::to_string(device) + " is not an interned name (epprof_intern)";
+  });
+}
+
+epprof_status* memory_event(epprof_profiler_t profiler, uint8_t kind, uint64_t allocation_id, uint64_t bytes,
+                            epprof_name_id device, uint32_t tag, const char* fn) noexcept {
+  const bool alloc = kind == core::kRecordMemoryAlloc;
+  if (__builtin_expect(!core::is_interned(device) || (alloc && (bytes == 0 || tag >= EPPROF_MEMORY_TAG_COUNT_)), 0))
+    return bad_memory_args(fn, bytes, device, tag, alloc);
+  core::Profiler* p = nullptr;
+  uint32_t hot = 0;
+  epprof_status* err = nullptr;
+  core::ThreadStream* s = stream_for(profiler.handle, &p, &hot, &err, fn);
+  if (!s) return err;
+  p->memory(*s, kind, allocation_id, bytes, device, uint8_t(tag), hot);
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace epprof::abi
+
+extern "C" {
+
+EPPROF_API epprof_status* epprof_memory_alloc(epprof_profiler_t profiler, uint64_t allocation_id, uint64_t bytes,
+                                              epprof_name_id device, epprof_memory_tag tag) {
+  if (profiler.handle == 0) return nullptr;
+  return epprof::abi::memory_event(profiler, epprof::core::kRecordMemoryAlloc, allocation_id, bytes, device,
+                                   uint32_t(tag), "epprof_memory_alloc");
+}
+
+EPPROF_API epprof_status* epprof_memory_free(epprof_profiler_t profiler, uint64_t allocation_id,
+                                             epprof_name_id device) {
+  if (profiler.handle == 0) return nullptr;
+  return epprof::abi::memory_event(profiler, epprof::core::kRecordMemoryFree, allocation_id, 0, device, 0,
+                                   "epprof_memory_free");
+}
+
+}  // extern "C"
+
 // ---- Event blocks ----
 
 namespace epprof::abi {
@@ -584,7 +631,7 @@ EPPROF_API epprof_status* epprof_event_block_close(epprof_event_block* block) {
   if (b.state != BlockState::kOpen) return epprof::abi::block_misuse(fn, block, 0);
   const uint32_t begun = b.begun;
   b.state = 0;
-  b.profiler->close_block();
+  b.profiler->close_block(*b.stream);
   if (begun != BlockState::kNone)
     return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": event " + std::to_string(begun) +
                                                        " (correlation id " + std::to_string(b.first_id + begun) +

@@ -32,6 +32,8 @@ struct Chunk {
 };
 static_assert(sizeof(Chunk) <= kChunkBytes, "a chunk fits its budget unit");
 
+struct BlockState;
+
 struct OpenEvent {
   uint64_t ts;
   uint64_t correlation_id;
@@ -59,6 +61,9 @@ struct alignas(64) ThreadStream {
   // Cold from here on (tid fills the first line).
   int64_t tid = 0;
   uint32_t index = 0;
+  // The event block open on this thread, if any (its begun event is the
+  // innermost open event): read by memory events only.
+  const BlockState* block = nullptr;
   OpenEvent open[kMaxOpenEvents];
 
   const OpenEvent& innermost() const { return top_live ? top : open[depth - 1]; }

@@ -117,6 +117,10 @@ std::vector<Table> report_tables(const Report& r) {
 
 namespace {
 
+void json_number(double v, std::string* out) { *out += std::isfinite(v) ? fixed(v, 3) : "null"; }
+
+}  // namespace
+
 void write_csv(const Table& t, const std::string& table_name, std::string* out) {
   *out += "table";
   for (const auto& h : t.header) *out += "," + csv_escape(h);
@@ -127,10 +131,6 @@ void write_csv(const Table& t, const std::string& table_name, std::string* out) 
     *out += "\n";
   }
 }
-
-void json_number(double v, std::string* out) { *out += std::isfinite(v) ? fixed(v, 3) : "null"; }
-
-}  // namespace
 
 void write_report(const Report& r, Format f, std::string* out) {
   const std::vector<Table> tables = report_tables(r);

@@ -26,6 +26,8 @@ std::string csv_escape(std::string_view s);
 std::string fixed(double v, int decimals);    // "%.*f"
 
 void write_text_table(const Table& t, std::string* out);
+// One CSV block: a header line, then one line per row led by `table_name`.
+void write_csv(const Table& t, const std::string& table_name, std::string* out);
 
 // The tables of a report: the --by table, host vs device per node, counters.
 std::vector<Table> report_tables(const Report& r);

@@ -45,7 +45,9 @@ bool is_descriptive_arg(std::string_view k) {
       "block_x", "block_y", "block_z", "global_size", "local_size", "kernel", "name",
       "ort_correlation_id", "ort_event_name", "ort_op_name", "ort_node_index",
       // the exact length of a slice written 1 us long in an integer-us trace
-      "dur_ns"};
+      "dur_ns",
+      // a device's memory state when the node ran, not what the node did
+      "mem_bytes_in_use", "mem_in_use_peak", "mem_arena_held"};
   for (std::string_view d : kKeys)
     if (k == d) return true;
   return false;
@@ -160,6 +162,7 @@ class Loader {
       int64_t v;
       if (const Arg* a = e.arg("warmup"); a && arg_as_int(*a, &v)) t_.warmup[e.pid] = int(v);
       if (const Arg* a = e.arg("t0_epoch_ns"); a && arg_as_int(*a, &v)) t_.t0_epoch_ns[e.pid] = v;
+      if (const Arg* a = e.arg("memory"); a && a->kind == ValueKind::kObject) t_.memory_metadata[e.pid] = a->value;
     }
     return true;
   }

@@ -83,6 +83,7 @@ struct Trace {
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
   std::map<int64_t, int> warmup;          // per pid, from epprof_metadata
   std::map<int64_t, int64_t> t0_epoch_ns;  // per pid, from epprof_metadata
+  std::map<int64_t, std::string> memory_metadata;  // per pid: epprof_metadata's "memory" object, raw JSON
   uint64_t events = 0;
   uint64_t bytes = 0;
   uint64_t unattributed_devices = 0;  // device slices linked to no node (node < 0)

@@ -17,6 +17,7 @@
 #include "scope/annotations.h"
 #include "scope/attribution.h"
 #include "scope/device_events.h"
+#include "scope/memory.h"
 
 namespace epprof::scope {
 namespace {
@@ -51,9 +52,9 @@ struct Counts {
 class EndOrder {
  public:
   EndOrder(core::Profiler& p, const core::TickConverter& conv, int64_t pid, const DeviceEvents& device,
-           exporter::TraceSink& sink, Attribution& attribution)
+           exporter::TraceSink& sink, Attribution& attribution, MemoryLedger* memory)
       : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution),
-        t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
+        memory_(memory), t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
     const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
     if (subscriber && subscriber->wants()) {
       subscriber_ = subscriber;
@@ -78,9 +79,16 @@ class EndOrder {
       Pending e;
       e.tid = streams[stream]->tid;
       e.ts = conv_.to_ns(r->ts) - t0_;
+      if (r->flags & core::kRecordMemory) {  // a point in time, on its device's counter track
+        write_ended_before(e.ts);
+        const MemoryLedger::Sample sample = memory_->memory_event(*r, e.ts);
+        sink_.counter(pid_, e.tid, e.ts, sample.track, sample.value);
+        continue;
+      }
       e.dur = (r->flags & core::kRecordDurationNs) ? int64_t(r->dur) : conv_.duration_ns(r->dur);
       e.seq = ++read_;
       attribution_.host_event(*r, name_of(*r), e.tid, e.ts);
+      if (memory_) memory_->host_event(*r, e.ts, e.end());
       write_ended_before(e.ts);
       if (stable) {
         e.rec = r;
@@ -164,6 +172,12 @@ class EndOrder {
       auto note = notes_.find(r.correlation_id);
       if (note != notes_.end() && !note->second.empty()) extra = &note->second;
     }
+    if (memory_ && r.category == EPPROF_CATEGORY_NODE) {
+      with_memory_.clear();
+      if (extra) with_memory_ = *extra;
+      memory_->node_args(r.correlation_id, &with_memory_);
+      if (!with_memory_.empty()) extra = &with_memory_;
+    }
     sink_.host_event({r.category, name, pid_, e.tid, e.ts, e.dur, r.correlation_id, &r, extra});
     if (extra) {
       if (r.category == EPPROF_CATEGORY_NODE)
@@ -196,8 +210,10 @@ class EndOrder {
   const DeviceEvents& device_;
   exporter::TraceSink& sink_;
   Attribution& attribution_;
+  MemoryLedger* memory_;  // nullptr: the scope recorded no memory event
   const int64_t t0_;
   Annotations notes_;
+  std::vector<exporter::ExtraArg> with_memory_;  // a node's annotations and mem_* args
 
   std::vector<Pending> open_;  // a heap (later): host events read, not yet written
   std::vector<uint32_t> device_order_;  // device events by end
@@ -213,7 +229,8 @@ class EndOrder {
 
 // Stage 5's last items: track names and the metadata record.
 void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& conv, const DeviceEvents& device,
-                               const Counts& counts, int64_t pid, exporter::TraceSink& sink) {
+                               const Counts& counts, const MemoryLedger* memory, int64_t pid,
+                               exporter::TraceSink& sink) {
   sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
   for (const auto& s : p.recorder().streams()) {
@@ -261,6 +278,7 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
     }
   }
   meta.emplace_back("plugins", std::move(plugins));
+  if (memory && !memory->empty()) meta.emplace_back("memory", memory->metadata());
   meta.emplace_back("plugin_errors", std::move(errors));
   for (auto& kv : p.metadata()) meta.emplace_back(std::move(kv.first), MetaValue::string(std::move(kv.second)));
   sink.metadata(pid, meta);
@@ -285,12 +303,13 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
     sink_owner = std::make_unique<exporter::ChromeTraceSink>(p.file().fd(), p.config().integer_timestamps);
   exporter::TraceSink& sink = *sink_owner;
   Counts counts;
-  counts.host_events = EndOrder(p, conv, pid, device, sink, attribution).run();
+  std::unique_ptr<MemoryLedger> memory = p.memory_used() ? std::make_unique<MemoryLedger>() : nullptr;
+  counts.host_events = EndOrder(p, conv, pid, device, sink, attribution, memory.get()).run();
   counts.device_events = device.events.size();
   counts.unattributed = attribution.unattributed();
   counts.recorder = p.recorder().stats();
   for (const auto& ep : p.eps()) counts.plugin_errors += ep->error_count();
-  write_tracks_and_metadata(p, conv, device, counts, pid, sink);
+  write_tracks_and_metadata(p, conv, device, counts, memory.get(), pid, sink);
 
   std::string error;
   if (!sink.finish(&error) || !p.file().commit(&error))

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "test_util.h"
 
@@ -196,6 +197,71 @@ TEST(ReportCli, EpprofRunTraceIsInOnnxRuntimeOrder) {
   }
   EXPECT_GT(nodes, 4 * 20u);
   EXPECT_GT(devices, 4 * 20u);
+}
+
+// epprof run --memory on the bundled CNN: every node's allocation is its
+// outputs, as the test computes them from output_type_shape (the runtime
+// allocates a tensor's bytes rounded up to 64, plus 64; ops whose output
+// is a view of their input, like Flatten, allocate nothing), and report
+// --by memory sums them per node and finds each run's peak on the memory
+// track.
+TEST(ReportCli, MemoryProfilingMatchesTheOutputShapes) {
+  TempDir dir;
+  const std::string trace = dir.file("m.json");
+  CmdResult run = run_cmd(cli() + " run --runs 2 --warmup 1 --memory --no-table --timestamps fractional --output " +
+                          trace);
+  ASSERT_EQ(run.rc, 0) << run.out;
+  const json events = load_json(trace);
+  const std::map<std::string, int64_t> element_bytes = {{"float", 4}, {"int64", 8}, {"int32", 4}, {"bool", 1},
+                                                        {"uint8", 1}, {"double", 8}};
+  std::map<std::string, int64_t> per_node;  // expected bytes of one execution
+  std::vector<std::pair<double, double>> runs;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["name"] == "model_run") runs.push_back({e["ts"], e["ts"].get<double>() + e["dur"].get<double>()});
+  ASSERT_EQ(runs.size(), 3u);
+  std::sort(runs.begin(), runs.end());
+  size_t checked = 0;
+  std::vector<double> peaks(runs.size(), 0);
+  for (const json& e : events) {
+    if (e["ph"] == "C" && e["name"] == "mem_in_use cpu") {
+      const double ts = e["ts"];
+      for (size_t r = 0; r < runs.size(); ++r)
+        if (ts >= runs[r].first && ts <= runs[r].second) peaks[r] = std::max(peaks[r], e["args"]["mem_in_use cpu"].get<double>());
+    }
+    if (e["cat"] != "Node") continue;
+    int64_t want = 0;
+    static const std::set<std::string> views = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"};
+    if (!views.count(e["args"]["op_name"].get<std::string>())) {
+      for (const json& out : e["args"]["output_type_shape"]) {
+        for (auto& [type, dims] : out.items()) {
+          int64_t n = 1;
+          for (const json& d : dims) n *= d.get<int64_t>();
+          want += (n * element_bytes.at(type) + 63) / 64 * 64 + 64;
+        }
+      }
+    }
+    const std::string node = e["name"].get<std::string>();
+    EXPECT_EQ(e["args"]["mem_allocated_bytes"], std::to_string(want)) << node;
+    EXPECT_EQ(e["args"]["mem_freed_bytes"], "0") << node;  // inputs are released between nodes
+    per_node[node.substr(0, node.size() - std::string("_kernel_time").size())] = want;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3 * 29u);
+  CmdResult rep = run_cmd(cli() + " report " + trace + " --by memory --format json");
+  ASSERT_EQ(rep.rc, 0) << rep.out;
+  const json mem = json::parse(rep.out);
+  ASSERT_EQ(mem["nodes"].size(), per_node.size());
+  for (const json& n : mem["nodes"]) {
+    EXPECT_EQ(n["executions"], 2) << n.dump();  // the measured runs
+    EXPECT_EQ(n["activation_bytes"].get<int64_t>(), 2 * per_node.at(n["node"])) << n.dump();
+  }
+  ASSERT_EQ(mem["runs"].size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(mem["runs"][r]["peak_bytes"].get<double>(), peaks[r + 1]);
+    EXPECT_FALSE(mem["runs"][r]["node_at_peak"].get<std::string>().empty());
+  }
+  ASSERT_EQ(mem["devices"].size(), 1u);
+  EXPECT_GE(mem["devices"][0]["peak_bytes"].get<double>(), std::max(peaks[1], peaks[2]));
 }
 
 TEST(ReportCli, OnnxRuntimeProfileIsReportedCorrectly) {

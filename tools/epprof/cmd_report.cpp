@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "io/atomic_file.h"
 #include "report/format.h"
+#include "report/memory_report.h"
 #include "report/report.h"
 #include "report/trace_model.h"
 #include "trace_progress.h"
@@ -38,10 +39,18 @@ void print_help() {
       "      are not descriptive (op_name, sizes, shapes, ...) and \"ph\":\"C\" counter\n"
       "      events, attributed by correlation_id or to the node running on that\n"
       "      thread at that time.\n"
+      "  --by memory, for a trace recorded with memory profiling (epprof run\n"
+      "      --memory): per device the peak, the bytes in use at the end and the\n"
+      "      leak line (bytes still live at the end that were allocated inside a\n"
+      "      model_run, weights apart); each measured run's peak and the node\n"
+      "      running then; the top allocating ops; activation bytes per node (what\n"
+      "      a node allocated and still held when it ended: its outputs). Bytes.\n"
+      "      --top does not apply; with --format html the page is the usual one,\n"
+      "      whose timeline draws the memory-in-use track.\n"
       "Warm-up runs (the \"warmup\" field of the epprof_metadata record) are left out.\n"
       "\n"
       "options:\n"
-      "  --by KEY           op (default), node, provider or kernel\n"
+      "  --by KEY           op (default), node, provider, kernel or memory\n"
       "  --format FMT       text (default), csv, json or html\n"
       "  --top N            only the N rows with the largest total (default: all)\n"
       "  --skip-runs N      leave out the first N model_runs of each process\n"
@@ -60,6 +69,7 @@ void print_help() {
 struct Options {
   std::string trace, output;
   report::GroupBy by = report::GroupBy::kOp;
+  bool memory = false;  // --by memory
   report::Format format = report::Format::kText;
   int64_t top = 0;
   int64_t skip_runs = -1;
@@ -76,7 +86,10 @@ int run_report(int argc, char** argv) {
       print_help();
       return kExitOk;
     } else if (a == "--by") {
-      if (!v || !report::parse_group(v, &o.by)) return usage_error(kCommand, "--by needs op, node, provider or kernel");
+      if (v && std::string(v) == "memory")
+        o.memory = true;
+      else if (!v || !report::parse_group(v, &o.by))
+        return usage_error(kCommand, "--by needs op, node, provider, kernel or memory");
       ++i;
     } else if (a == "--format") {
       if (!v || !report::parse_format(v, &o.format)) return usage_error(kCommand, "--format needs text, csv, json or html");
@@ -116,21 +129,26 @@ int run_report(int argc, char** argv) {
     lo.skip_runs = int(o.skip_runs);
     lo.progress = progress.callback();
     lo.keep_others = lo.keep_flows = o.format == report::Format::kHtml;
+    lo.keep_others = lo.keep_others || o.memory;  // the memory tracks' samples
     if (!report::load_trace(o.trace, lo, &trace, &error)) {
       std::fprintf(stderr, "epprof report: %s\n", error.c_str());
       return kExitError;
     }
   }
+  std::string out;
+  if (o.memory && o.format != report::Format::kHtml) {
+    report::write_memory_report(report::build_memory_report(trace), o.trace, o.format, &out);
+  } else {
   report::ReportOptions ro;
   ro.by = o.by;
   ro.top = size_t(o.top);
   report::Report rep = report::build_report(trace, ro);
   rep.source = o.trace;
-  std::string out;
   if (o.format == report::Format::kHtml)
     report::write_html(trace, rep, &out);
   else
     report::write_report(rep, o.format, &out);
+  }
 
   if (file) {
     if (!file->write(out, &error) || !file->commit(&error)) {

@@ -52,6 +52,7 @@ struct Options {
   bool profile = true;
   bool integer_timestamps = true;
   epprof_trace_format trace_format = EPPROF_TRACE_FORMAT_AUTO;
+  bool memory = false;
   bool table = true;
   CounterOptions counters;  // --counters, --replay (run_counters.h)
 };
@@ -103,6 +104,11 @@ void print_help() {
       "                       under 1 us is written 1 us long with its exact length in\n"
       "                       a dur_ns arg); fractional: us with ns digits. JSON\n"
       "                       only: a database always holds ns\n"
+      "  --memory             also profile memory: every tensor the runtime allocates\n"
+      "                       and frees, as ONNX Runtime's mem_* args on node events,\n"
+      "                       a 'mem_in_use cpu' counter track, and per-device peak,\n"
+      "                       end and leak figures in the metadata (epprof report\n"
+      "                       --by memory summarises them)\n"
       "  --no-profile         run without profiling (for overhead comparisons); no trace\n"
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
       "                       ('/' in a name becomes '_'); not when the runs stop early\n"
@@ -208,6 +214,8 @@ int parse(int argc, char** argv, Options& o) {
       if (format != "json" && format != "sqlite")
         return usage_error(kCommand, "--format wants json or sqlite" + (v ? ", not '" + format + "'" : std::string()));
       o.trace_format = format == "json" ? EPPROF_TRACE_FORMAT_JSON : EPPROF_TRACE_FORMAT_SQLITE;
+    } else if (a == "--memory") {
+      o.memory = true;
     } else if (a == "--integer-timestamps") {  // from before --timestamps; integer is the default now
       o.integer_timestamps = true;
     } else if (a == "--no-table") {
@@ -459,6 +467,7 @@ int execute(const Options& o) {
     po.plugins = plugins;
     po.integer_timestamps = o.integer_timestamps;
     po.trace_format = o.trace_format;
+    po.memory = o.memory;
     po.metadata = {{"model", model}, {"runs", std::to_string(o.runs)}, {"warmup", std::to_string(o.warmup)}};
     session_profiler = std::make_unique<rt::ProfilingObserver>(po);
     so.observer = session_profiler.get();
@@ -510,6 +519,7 @@ int execute(const Options& o) {
       po.plugins = plugins;
       po.integer_timestamps = o.integer_timestamps;
       po.trace_format = o.trace_format;
+      po.memory = o.memory;
       run_profiler = std::make_unique<rt::ProfilingObserver>(po);
       ro.observer = run_profiler.get();
     }

@@ -41,6 +41,12 @@ struct ProfilingOptions {
   // parallel executor, graphs of 65,536 nodes or more, or a run that starts
   // while another run of this observer holds the block.
   bool event_blocks = true;
+  // Report every tensor the runtime allocates and frees while the profiler
+  // runs (epprof_memory_alloc / _free on device "cpu"): tagged initializer
+  // during model loading and session initialization, output during a run
+  // (the memory report tells a node's temporaries by their being freed
+  // before the node ends), other otherwise (inputs the host made).
+  bool memory = false;
 };
 
 class alignas(64) ProfilingObserver final : public RunObserver {
@@ -76,6 +82,7 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   struct Block;
   struct Spilled;
   struct Runs;
+  class MemoryTracking;
   // The run that holds the event block, or collects its epoch's event
   // descriptions for it: its first node correlation id, whether the block
   // is open, and its node count, in one word so that a hook of another run
@@ -129,6 +136,7 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   std::atomic<Block*> blocks_[kBlocks] = {};
   std::string path_;
   bool finished_ = false;
+  std::unique_ptr<MemoryTracking> memory_;  // ProfilingOptions::memory
   std::mutex mu_;
   std::map<size_t, std::unique_ptr<Spilled>> overflow_;  // node indices past the blocks
   std::atomic<bool> warned_{false};

@@ -1,0 +1,127 @@
+#include "scope/memory.h"
+
+#include "core/intern.h"
+#include "epprof/profiler.h"
+
+namespace epprof::scope {
+namespace {
+
+uint64_t live_key(uint64_t allocation_id, uint32_t device) {
+  return allocation_id * 0x9E3779B97F4A7C15ull ^ device;
+}
+
+}  // namespace
+
+MemoryLedger::MemoryLedger() : model_run_name_(core::intern("model_run")) {}
+
+MemoryLedger::Device& MemoryLedger::device(uint32_t name) {
+  auto [it, fresh] = devices_.try_emplace(name);
+  if (fresh) {
+    const std::string* n = core::interned(name);
+    it->second.name = n ? *n : "device " + std::to_string(name);
+    if (!first_device_) first_device_ = name;
+  }
+  return it->second;
+}
+
+void MemoryLedger::host_event(const core::Record& r, int64_t ts_ns, int64_t end_ns) {
+  if (r.category == EPPROF_CATEGORY_SESSION && r.name == model_run_name_) run_end_ = std::max(run_end_, end_ns);
+  if (r.category != EPPROF_CATEGORY_NODE) return;
+  // A node's args describe its device when it allocates, else the first
+  // device: its state when the node started stands for both ends.
+  Node& n = nodes_[r.correlation_id];
+  if (!devices_.empty()) {
+    const Device& d = devices_.at(first_device_);
+    n.start_in_use = d.in_use;
+    n.start_held = d.held;
+    n.start_peak = d.peak;
+  }
+  (void)ts_ns;
+}
+
+MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t ts_ns) {
+  const core::MemorySlot& m = *reinterpret_cast<const core::MemorySlot*>(&r + 1);
+  Device& d = device(r.name);
+  const bool in_run = ts_ns <= run_end_;
+  int64_t change = 0;
+  bool arena = false;
+  if (r.flags & core::kRecordMemoryAlloc) {
+    ++d.allocations;
+    arena = r.category == EPPROF_MEMORY_ARENA_CHUNK;
+    change = int64_t(m.bytes);
+    live_[live_key(m.allocation_id, r.name)] = Live{m.bytes, r.name, r.category, in_run};
+  } else {
+    ++d.frees;
+    auto it = live_.find(live_key(m.allocation_id, r.name));
+    if (it == live_.end()) {
+      ++d.unmatched_frees;
+    } else {
+      arena = it->second.tag == EPPROF_MEMORY_ARENA_CHUNK;
+      change = -int64_t(it->second.bytes);
+      live_.erase(it);
+    }
+  }
+  (arena ? d.held : d.in_use) += change;
+  d.peak = std::max(d.peak, d.in_use);
+  if (r.correlation_id) {
+    auto it = nodes_.find(r.correlation_id);
+    if (it != nodes_.end()) {
+      Node& n = it->second;
+      if (!arena) (change > 0 ? n.allocated : n.freed) += change > 0 ? change : -change;
+      if (!n.device) n.device = r.name;
+      if (n.device == r.name) {
+        n.in_use_at_end = d.in_use;
+        n.peak = d.peak;
+        n.held = d.held;
+      }
+    }
+  }
+  return {"mem_in_use " + d.name, std::to_string(arena ? d.held : d.in_use)};
+}
+
+void MemoryLedger::node_args(uint64_t correlation_id, std::vector<exporter::ExtraArg>* out) {
+  auto it = nodes_.find(correlation_id);
+  if (it == nodes_.end()) return;
+  const Node& n = it->second;
+  const bool own = n.device != 0;
+  // Not counter tracks of their own: the device's track holds the curve.
+  auto add = [&](const char* key, int64_t v) { out->push_back({key, std::to_string(v), false}); };
+  add("mem_bytes_in_use", own ? n.in_use_at_end : n.start_in_use);
+  add("mem_in_use_peak", own ? n.peak : n.start_peak);
+  add("mem_arena_held", own ? n.held : n.start_held);
+  add("mem_in_use_delta", n.allocated - n.freed);
+  add("mem_allocated_bytes", n.allocated);
+  add("mem_freed_bytes", n.freed);
+  nodes_.erase(it);
+}
+
+exporter::MetaValue MemoryLedger::metadata() const {
+  using exporter::MetaValue;
+  // The leak line: live at the end, allocated inside a model_run, and not
+  // a weight or an arena's own chunk.
+  std::map<uint32_t, std::pair<int64_t, uint64_t>> leaked;  // device -> bytes, allocations
+  for (const auto& [key, l] : live_) {
+    if (!l.in_run || l.tag == EPPROF_MEMORY_INITIALIZER || l.tag == EPPROF_MEMORY_ARENA_CHUNK) continue;
+    auto& [bytes, count] = leaked[l.device];
+    bytes += int64_t(l.bytes);
+    ++count;
+  }
+  MetaValue out = MetaValue::object();
+  for (const auto& [name, d] : devices_) {
+    auto num = [](int64_t v) { return MetaValue::string(std::to_string(v)); };
+    const auto leak = leaked.count(name) ? leaked.at(name) : std::pair<int64_t, uint64_t>{0, 0};
+    MetaValue dev = MetaValue::object();
+    dev.add("peak_in_use_bytes", num(d.peak));
+    dev.add("in_use_at_end_bytes", num(d.in_use));
+    dev.add("arena_held_at_end_bytes", num(d.held));
+    dev.add("allocations", num(int64_t(d.allocations)));
+    dev.add("frees", num(int64_t(d.frees)));
+    dev.add("unmatched_frees", num(int64_t(d.unmatched_frees)));
+    dev.add("leaked_bytes", num(leak.first));
+    dev.add("leaked_allocations", num(int64_t(leak.second)));
+    out.add(d.name, std::move(dev));
+  }
+  return out;
+}
+
+}  // namespace epprof::scope

@@ -1,0 +1,81 @@
+// The way out, memory: the scope's memory events (epprof_memory_alloc /
+// _free, record.h's kRecordMemory), read in time order with the host
+// events, folded into what the trace shows:
+//  - per device, the bytes in use (allocations minus frees; arena chunks
+//    count as held, not in use), as a counter track "mem_in_use <device>";
+//  - on each node event, ONNX Runtime's args with its meanings, for the
+//    device the node allocated on (else the first device seen):
+//    mem_bytes_in_use (in use when the node ended), mem_in_use_peak (the
+//    device's peak so far), mem_arena_held (held by arena chunks),
+//    mem_in_use_delta (what the node allocated minus what it freed), and
+//    epprof's mem_allocated_bytes and mem_freed_bytes;
+//  - in the metadata, per device: peak, in use at the end, allocations,
+//    frees, frees of unknown allocations, and the leak line: bytes still
+//    live at the end that were allocated inside a model_run (initializers
+//    apart).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/record.h"
+#include "export/trace_sink.h"
+
+namespace epprof::scope {
+
+class MemoryLedger {
+ public:
+  MemoryLedger();
+
+  bool empty() const { return devices_.empty(); }
+
+  // A host event read (in start order); `ends_ns` its end.
+  void host_event(const core::Record& r, int64_t ts_ns, int64_t end_ns);
+
+  // A memory record at ts_ns; returns the device's counter sample to write
+  // (track name and value).
+  struct Sample {
+    std::string track;
+    std::string value;
+  };
+  Sample memory_event(const core::Record& r, int64_t ts_ns);
+
+  // The mem_* args of a NODE event with this correlation id (appended).
+  void node_args(uint64_t correlation_id, std::vector<exporter::ExtraArg>* out);
+
+  // The "memory" metadata record (an object per device).
+  exporter::MetaValue metadata() const;
+
+ private:
+  struct Device {
+    std::string name;
+    int64_t in_use = 0, held = 0, peak = 0;
+    uint64_t allocations = 0, frees = 0, unmatched_frees = 0;
+  };
+  struct Live {
+    uint64_t bytes;
+    uint32_t device;
+    uint8_t tag;
+    bool in_run;
+  };
+  struct Node {
+    uint32_t device = 0;  // 0: none of its own
+    int64_t allocated = 0, freed = 0;
+    int64_t in_use_at_end = 0, peak = 0, held = 0;
+    int64_t start_in_use = 0, start_held = 0, start_peak = 0;  // of the default device, when it started
+  };
+
+  Device& device(uint32_t name);
+
+  std::map<uint32_t, Device> devices_;
+  uint32_t first_device_ = 0;
+  std::unordered_map<uint64_t, Live> live_;  // (allocation id, device) folded
+  std::unordered_map<uint64_t, Node> nodes_;  // by correlation id
+  uint32_t model_run_name_;
+  int64_t run_end_ = INT64_MIN;  // end of the latest model_run read
+};
+
+}  // namespace epprof::scope
