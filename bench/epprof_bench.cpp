@@ -105,6 +105,8 @@ struct Api {
   decltype(&epprof_profiler_destroy) destroy = nullptr;
   decltype(&epprof_event_begin) begin = nullptr;
   decltype(&epprof_event_end) end = nullptr;
+  decltype(&epprof_memory_alloc) memory_alloc = nullptr;
+  decltype(&epprof_memory_free) memory_free = nullptr;
   decltype(&epprof_status_get_message) status_message = nullptr;
   decltype(&epprof_status_release) status_release = nullptr;
   std::string origin;
@@ -120,6 +122,8 @@ void use_static_api(const std::string& why) {
   g_api.destroy = &epprof_profiler_destroy;
   g_api.begin = &epprof_event_begin;
   g_api.end = &epprof_event_end;
+  g_api.memory_alloc = &epprof_memory_alloc;
+  g_api.memory_free = &epprof_memory_free;
   g_api.status_message = &epprof_status_get_message;
   g_api.status_release = &epprof_status_release;
   g_api.origin = "static (linked into epprof_bench)" + why;
@@ -144,6 +148,8 @@ void load_api(bool force_static) {
             bind(lib, "epprof_profiler_destroy", g_api.destroy) &&
             bind(lib, "epprof_event_begin", g_api.begin) &&
             bind(lib, "epprof_event_end", g_api.end) &&
+            bind(lib, "epprof_memory_alloc", g_api.memory_alloc) &&
+            bind(lib, "epprof_memory_free", g_api.memory_free) &&
             bind(lib, "epprof_status_get_message", g_api.status_message) &&
             bind(lib, "epprof_status_release", g_api.status_release);
   if (!ok) return use_static_api("; a symbol is missing from " + std::string(path));
@@ -251,6 +257,7 @@ constexpr const char* kEnabledSpilling = "event_enabled_spilling";
 constexpr const char* kDisabled = "event_disabled";
 constexpr const char* kDisabledGuarded = "event_disabled_guarded";
 constexpr const char* kOrt = "event_ort_style";
+constexpr const char* kMemory = "memory_alloc_free";
 
 epprof_name_id g_name = 0;
 
@@ -264,6 +271,25 @@ void time_begin_end(benchmark::State& state, epprof_profiler_t p) {
     g_api.end(p, id, nullptr, 0);
     ++id;
   }
+}
+
+// A memory event pair, as a host reports a buffer: an allocation and its
+// free, inside an open node event (so both are attributed to it), on a
+// running profiler. Compared with begin+end in the summary.
+void BM_memory_alloc_free(benchmark::State& state) {
+  RunningProfiler prof("mem", 1ull << 30);
+  const epprof_profiler_t p = prof.handle();
+  epprof_name_id cpu = 0;
+  check(g_api.intern("cpu", &cpu), "epprof_intern");
+  const uint64_t node = g_api.id_next();
+  check(g_api.begin(p, EPPROF_CATEGORY_NODE, g_name, node), "epprof_event_begin");
+  uint64_t id = 0x10000;
+  for (auto _ : state) {
+    g_api.memory_alloc(p, id, 4096, cpu, EPPROF_MEMORY_OUTPUT);
+    g_api.memory_free(p, id, cpu);
+    id += 64;
+  }
+  check(g_api.end(p, node, nullptr, 0), "epprof_event_end");
 }
 
 void BM_event_enabled(benchmark::State& state) {
@@ -940,6 +966,15 @@ std::vector<Row> build_rows() {
   micro(kDisabled, "  same, unguarded calls", 0, "zero handle passed to the C API: a call each");
   micro(kOrt, "ONNX-Runtime-style event", 0,
         "mutex, std::string name, unordered_map args, getpid+gettid, 2 clock reads, vector push");
+  micro(kMemory, "memory alloc+free, enabled", 0, "epprof_memory_alloc + _free inside a node event");
+  if (g_median_cpu_ns.count(kMemory) && g_median_cpu_ns.count(kEnabled)) {
+    // Each of alloc and free is one memory event: one of them against one
+    // begin+end (an event), as the target reads.
+    const double ratio = g_median_cpu_ns[kMemory] / 2 / g_median_cpu_ns[kEnabled];
+    const double wall = g_median_wall_ns[kMemory] / 2 / g_median_wall_ns[kEnabled];
+    rows.push_back({"  one memory event / one begin+end", "<= 1.5x", fmt("%.2fx", ratio), fmt("%.2fx", wall),
+                    verdict(ratio <= 1.5), "half the alloc+free pair against the begin+end row, same run"});
+  }
   if (g_median_cpu_ns.count(kOrt) && g_median_cpu_ns.count(kEnabled)) {
     const double ratio = g_median_cpu_ns[kOrt] / g_median_cpu_ns[kEnabled];
     const double wall = g_median_wall_ns[kOrt] / g_median_wall_ns[kEnabled];
@@ -990,6 +1025,9 @@ void register_all() {
   micro(kDisabled, BM_event_disabled, hot * 25);
   micro(kDisabledGuarded, BM_event_disabled_guarded, hot * 25);
   micro(kOrt, BM_event_ort_style, g_quick ? 20000 : 200000);
+  // Half the iterations: two records each, so as many bytes as the
+  // begin+end row writes (both within the recycled slab pool).
+  micro(kMemory, BM_memory_alloc_free, hot / 2);
 
   auto macro = [&](const char* name, void (*fn)(benchmark::State&), int r) {
     benchmark::RegisterBenchmark(name, fn)

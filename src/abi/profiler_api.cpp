@@ -497,16 +497,27 @@ epprof_status* memory_event(epprof_profiler_t profiler, uint8_t kind, uint64_t a
 
 extern "C" {
 
-EPPROF_API epprof_status* epprof_memory_alloc(epprof_profiler_t profiler, uint64_t allocation_id, uint64_t bytes,
-                                              epprof_name_id device, epprof_memory_tag tag) {
+EPPROF_API __attribute__((hot)) epprof_status* epprof_memory_alloc(epprof_profiler_t profiler,
+                                                                   uint64_t allocation_id, uint64_t bytes,
+                                                                   epprof_name_id device, epprof_memory_tag tag) {
   if (profiler.handle == 0) return nullptr;
+  using namespace epprof;
+  if (core::ThreadStream* s = abi::fast_path_stream(profiler.handle, 0);
+      __builtin_expect(s && bytes != 0 && uint32_t(tag) < EPPROF_MEMORY_TAG_COUNT_ && core::is_interned(device), 1) &&
+      core::Profiler::try_memory(*s, core::kRecordMemoryAlloc, allocation_id, bytes, device, uint8_t(tag)))
+    return nullptr;
   return epprof::abi::memory_event(profiler, epprof::core::kRecordMemoryAlloc, allocation_id, bytes, device,
                                    uint32_t(tag), "epprof_memory_alloc");
 }
 
-EPPROF_API epprof_status* epprof_memory_free(epprof_profiler_t profiler, uint64_t allocation_id,
-                                             epprof_name_id device) {
+EPPROF_API __attribute__((hot)) epprof_status* epprof_memory_free(epprof_profiler_t profiler,
+                                                                  uint64_t allocation_id, epprof_name_id device) {
   if (profiler.handle == 0) return nullptr;
+  using namespace epprof;
+  if (core::ThreadStream* s = abi::fast_path_stream(profiler.handle, 0);
+      __builtin_expect(s && core::is_interned(device), 1) &&
+      core::Profiler::try_memory(*s, core::kRecordMemoryFree, allocation_id, 0, device, 0))
+    return nullptr;
   return epprof::abi::memory_event(profiler, epprof::core::kRecordMemoryFree, allocation_id, 0, device, 0,
                                    "epprof_memory_free");
 }
@@ -631,7 +642,7 @@ EPPROF_API epprof_status* epprof_event_block_close(epprof_event_block* block) {
   if (b.state != BlockState::kOpen) return epprof::abi::block_misuse(fn, block, 0);
   const uint32_t begun = b.begun;
   b.state = 0;
-  b.profiler->close_block(*b.stream);
+  b.profiler->close_block();
   if (begun != BlockState::kNone)
     return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": event " + std::to_string(begun) +
                                                        " (correlation id " + std::to_string(b.first_id + begun) +

@@ -165,7 +165,6 @@ epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t cate
   }
   b = BlockState{&s, descs, first_id, 0, BlockState::kNone, count, BlockState::kOpen, category,
                  uint8_t(ticks_are_tsc()), this};
-  s.block = &b;
   open_blocks_.fetch_add(1, std::memory_order_acq_rel);
   return nullptr;
 }

@@ -100,8 +100,6 @@ class Profiler {
   std::vector<std::pair<std::string, std::string>> metadata() const;
 
   ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
-  // Whether any memory event was recorded (the way out then keeps a ledger).
-  bool memory_used() const { return memory_used_.load(std::memory_order_relaxed); }
 
   // ---- hot path; the caller has checked the handle and the state, and
   // passes the handle's hot word (kHot*: EP callbacks wanted, TSC ticks) ----
@@ -167,20 +165,19 @@ class Profiler {
                         int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
                         size_t num_args) noexcept;
 
-  // A memory event (record.h: kRecordMemory), attributed to the innermost
-  // open event of the thread; the caller checked its arguments.
+  // A memory event (record.h: kRecordMemory): one slot, like an event; the
+  // way out finds the event that owns it (the innermost one open on this
+  // thread at that moment). The caller checked its arguments.
   [[gnu::always_inline]] void memory(ThreadStream& s, uint8_t kind, uint64_t allocation_id, uint64_t bytes,
                                      uint32_t device, uint8_t tag, uint32_t hot) noexcept {
-    const uint64_t t = now_ticks(hot & kHotTsc);
-    if (__builtin_expect(!memory_used_.load(std::memory_order_relaxed), 0))
-      memory_used_.store(true, std::memory_order_relaxed);
-    uint64_t owner = s.depth ? s.innermost().correlation_id : 0;
-    if (s.block && s.block->state == BlockState::kOpen && s.block->begun != BlockState::kNone)
-      owner = s.block->first_id + s.block->begun;
-    Record* r = recorder_.reserve(s, 2);
-    *r = Record{t, 0, owner, device, tag, kind, 1};
-    MemorySlot* m = reinterpret_cast<MemorySlot*>(r + 1);
-    *m = MemorySlot{allocation_id, bytes, {0, 0}};
+    *recorder_.reserve(s, 1) = Record{now_ticks(hot & kHotTsc), bytes, allocation_id, device, tag, kind, 0};
+  }
+  // Its straight-line case, as try_begin: TSC ticks, room in the chunk.
+  [[gnu::always_inline]] static bool try_memory(ThreadStream& s, uint8_t kind, uint64_t allocation_id,
+                                                uint64_t bytes, uint32_t device, uint8_t tag) noexcept {
+    if (__builtin_expect(s.used + 1 > kChunkSlots, 0)) return false;
+    *Recorder::reserve_in_chunk(s, 1) = Record{now_ticks(true), bytes, allocation_id, device, tag, kind, 0};
+    return true;
   }
 
   // ---- event blocks (epprof_event_block_*); the caller checked the state ----
@@ -202,10 +199,7 @@ class Profiler {
     b.begun = BlockState::kNone;
   }
   epprof_status* block_end_with_args(BlockState& b, const epprof_arg* args, size_t num_args) noexcept;
-  void close_block(ThreadStream& s) noexcept {
-    s.block = nullptr;
-    open_blocks_.fetch_sub(1, std::memory_order_release);
-  }
+  void close_block() noexcept { open_blocks_.fetch_sub(1, std::memory_order_release); }
   uint32_t open_blocks() const noexcept { return open_blocks_.load(std::memory_order_acquire); }
 
  private:
@@ -250,7 +244,6 @@ class Profiler {
   // (abi/profiler_api.cpp), so events touch no line of this object.
   std::atomic<State> state_{State::kCreated};
   std::atomic<uint32_t> open_blocks_{0};  // stop and destroy refuse while any is open
-  std::atomic<bool> memory_used_{false};   // a memory event was recorded
   bool eps_want_events_ = false;
   bool eps_want_stop_ = false;
 

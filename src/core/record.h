@@ -24,20 +24,14 @@ static_assert(sizeof(Record) == 32, "records are 32 bytes: half a cache line");
 // The host measured this event itself (epprof_event_record): dur is in ns,
 // kept exact rather than round-tripped through ticks.
 constexpr uint8_t kRecordDurationNs = 1;
-// A memory event (epprof_memory_alloc / _free), not a slice: ts is when,
-// dur is 0, correlation_id the innermost open event of the thread (0 if
-// none), name the device, category the epprof_memory_tag, and one
-// MemorySlot follows.
+// A memory event (epprof_memory_alloc / _free), not a slice, in one slot
+// like an event: ts is when, dur the bytes (0 for a free), correlation_id
+// the allocation id, name the device, category the epprof_memory_tag. Its
+// owner is found at the way out: the innermost event open on its thread
+// then (scope/memory).
 constexpr uint8_t kRecordMemoryAlloc = 2;
 constexpr uint8_t kRecordMemoryFree = 4;
 constexpr uint8_t kRecordMemory = kRecordMemoryAlloc | kRecordMemoryFree;
-
-struct MemorySlot {
-  uint64_t allocation_id;
-  uint64_t bytes;  // 0 for a free
-  uint64_t reserved[2];
-};
-static_assert(sizeof(MemorySlot) == 32, "one slot");
 
 constexpr size_t kSlotBytes = sizeof(Record);
 constexpr size_t kMaxArgs = 32;

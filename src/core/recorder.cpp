@@ -49,8 +49,9 @@ uint64_t count_entries(const std::vector<Chunk*>& chunks) {
 // comparison per entry, a nested one the sum of subtree sizes. Streams that
 // do not nest (epprof_event_record takes arbitrary events) can make that
 // quadratic, so past a bound on moved entries this falls back to a sort.
-void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n) {
+void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n, uint8_t* flags) {
   const size_t budget = 8 * n + 64;
+  uint8_t seen = 0;
   size_t m = 0, moved = 0;
   for (const Chunk* c : chunks) {
     const uint32_t used = c->used;
@@ -60,6 +61,7 @@ void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n) 
       // boundaries. (A prefetch past the chunk is harmless.)
       __builtin_prefetch(reinterpret_cast<const char*>(r) + 2048);
       i += 1 + uint32_t(r->arg_slots);
+      seen |= r->flags;
       const IndexEntry e{r->ts, ~r->dur, r};
       size_t j = m;
       if (j > 0 && !key_less(out[j - 1], e)) {
@@ -74,6 +76,7 @@ void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n) 
       ++m;
     }
   }
+  *flags |= seen;
   return;
 
 sort:
@@ -85,6 +88,7 @@ sort:
     for (uint32_t i = 0; i < used;) {
       const Record* r = &c->slots[i];
       i += 1 + uint32_t(r->arg_slots);
+      *flags |= r->flags;
       out[--m] = IndexEntry{r->ts, ~r->dur, r};
     }
   }
@@ -405,7 +409,7 @@ void Recorder::spill_run_locked(uint32_t stream, const std::vector<Chunk*>& chun
   stats_.events += events;
   if (spill_bytes_ + bytes <= disk_budget_ && ensure_spill_file_locked()) {
     if (index.size() < events) index.resize(events);
-    index_chunks(chunks, index.data(), events);
+    index_chunks(chunks, index.data(), events, &record_flags_);
     // Entries are at most a chunk: a buffer of kSpillWriteBytes plus a
     // chunk never overflows before it is written.
     if (out.size() < kSpillWriteBytes + kChunkBytes) out.resize(kSpillWriteBytes + kChunkBytes);
@@ -463,7 +467,7 @@ std::vector<std::unique_ptr<RunCursor>> Recorder::finish() {
     stats_.events += n;
     if (n > 0) {
       std::unique_ptr<IndexEntry[]> index(new IndexEntry[n]);  // left uninitialised
-      index_chunks(by_stream[s], index.get(), n);
+      index_chunks(by_stream[s], index.get(), n, &record_flags_);
       runs.push_back(std::make_unique<MemoryRun>(s, std::move(index), n));
     }
     finished_.insert(finished_.end(), by_stream[s].begin(), by_stream[s].end());

@@ -32,8 +32,6 @@ struct Chunk {
 };
 static_assert(sizeof(Chunk) <= kChunkBytes, "a chunk fits its budget unit");
 
-struct BlockState;
-
 struct OpenEvent {
   uint64_t ts;
   uint64_t correlation_id;
@@ -61,9 +59,6 @@ struct alignas(64) ThreadStream {
   // Cold from here on (tid fills the first line).
   int64_t tid = 0;
   uint32_t index = 0;
-  // The event block open on this thread, if any (its begun event is the
-  // innermost open event): read by memory events only.
-  const BlockState* block = nullptr;
   OpenEvent open[kMaxOpenEvents];
 
   const OpenEvent& innermost() const { return top_live ? top : open[depth - 1]; }
@@ -150,6 +145,9 @@ class Recorder {
   std::vector<std::unique_ptr<RunCursor>> finish();
 
   const std::vector<std::unique_ptr<ThreadStream>>& streams() const { return streams_; }
+  // After finish(): the union of every kept record's flags (record.h), so
+  // the way out knows, say, whether any memory event was recorded.
+  uint8_t record_flags() const { return record_flags_; }
   RecorderStats stats() const;
   // A message set when the spill file failed (events were dropped then).
   std::string spill_error() const;
@@ -198,6 +196,7 @@ class Recorder {
   std::vector<SpillRun> runs_;
   RecorderStats stats_;
   std::string spill_error_;
+  uint8_t record_flags_ = 0;  // written under mu_ (spill) or by finish()
   bool warned_drop_ = false;
 };
 

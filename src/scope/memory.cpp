@@ -24,7 +24,18 @@ MemoryLedger::Device& MemoryLedger::device(uint32_t name) {
   return it->second;
 }
 
-void MemoryLedger::host_event(const core::Record& r, int64_t ts_ns, int64_t end_ns) {
+uint64_t MemoryLedger::owner(int64_t tid, int64_t ts_ns) {
+  auto it = open_.find(tid);
+  if (it == open_.end()) return 0;
+  std::vector<Open>& stack = it->second;
+  while (!stack.empty() && stack.back().end_ns < ts_ns) stack.pop_back();
+  return stack.empty() ? 0 : stack.back().correlation_id;
+}
+
+void MemoryLedger::host_event(const core::Record& r, int64_t tid, int64_t ts_ns, int64_t end_ns) {
+  std::vector<Open>& stack = open_[tid];
+  while (!stack.empty() && stack.back().end_ns < ts_ns) stack.pop_back();
+  stack.push_back({end_ns, r.correlation_id});
   if (r.category == EPPROF_CATEGORY_SESSION && r.name == model_run_name_) run_end_ = std::max(run_end_, end_ns);
   if (r.category != EPPROF_CATEGORY_NODE) return;
   // A node's args describe its device when it allocates, else the first
@@ -39,8 +50,9 @@ void MemoryLedger::host_event(const core::Record& r, int64_t ts_ns, int64_t end_
   (void)ts_ns;
 }
 
-MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t ts_ns) {
-  const core::MemorySlot& m = *reinterpret_cast<const core::MemorySlot*>(&r + 1);
+MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t tid, int64_t ts_ns) {
+  const uint64_t allocation_id = r.correlation_id, bytes = r.dur;
+  const uint64_t owner_id = owner(tid, ts_ns);
   Device& d = device(r.name);
   const bool in_run = ts_ns <= run_end_;
   int64_t change = 0;
@@ -48,11 +60,11 @@ MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t t
   if (r.flags & core::kRecordMemoryAlloc) {
     ++d.allocations;
     arena = r.category == EPPROF_MEMORY_ARENA_CHUNK;
-    change = int64_t(m.bytes);
-    live_[live_key(m.allocation_id, r.name)] = Live{m.bytes, r.name, r.category, in_run};
+    change = int64_t(bytes);
+    live_[live_key(allocation_id, r.name)] = Live{bytes, r.name, r.category, in_run};
   } else {
     ++d.frees;
-    auto it = live_.find(live_key(m.allocation_id, r.name));
+    auto it = live_.find(live_key(allocation_id, r.name));
     if (it == live_.end()) {
       ++d.unmatched_frees;
     } else {
@@ -63,8 +75,8 @@ MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t t
   }
   (arena ? d.held : d.in_use) += change;
   d.peak = std::max(d.peak, d.in_use);
-  if (r.correlation_id) {
-    auto it = nodes_.find(r.correlation_id);
+  if (owner_id) {
+    auto it = nodes_.find(owner_id);
     if (it != nodes_.end()) {
       Node& n = it->second;
       if (!arena) (change > 0 ? n.allocated : n.freed) += change > 0 ? change : -change;

@@ -32,16 +32,17 @@ class MemoryLedger {
 
   bool empty() const { return devices_.empty(); }
 
-  // A host event read (in start order); `ends_ns` its end.
-  void host_event(const core::Record& r, int64_t ts_ns, int64_t end_ns);
+  // A host event read (in start order) on thread `tid`.
+  void host_event(const core::Record& r, int64_t tid, int64_t ts_ns, int64_t end_ns);
 
-  // A memory record at ts_ns; returns the device's counter sample to write
+  // A memory record at ts_ns on thread `tid`, owned by the innermost host
+  // event open there then; returns the device's counter sample to write
   // (track name and value).
   struct Sample {
     std::string track;
     std::string value;
   };
-  Sample memory_event(const core::Record& r, int64_t ts_ns);
+  Sample memory_event(const core::Record& r, int64_t tid, int64_t ts_ns);
 
   // The mem_* args of a NODE event with this correlation id (appended).
   void node_args(uint64_t correlation_id, std::vector<exporter::ExtraArg>* out);
@@ -69,6 +70,15 @@ class MemoryLedger {
   };
 
   Device& device(uint32_t name);
+  // The correlation id of the innermost host event open on `tid` at ts_ns
+  // (0 if none), from the events read so far: those started by then.
+  uint64_t owner(int64_t tid, int64_t ts_ns);
+
+  struct Open {
+    int64_t end_ns;
+    uint64_t correlation_id;
+  };
+  std::unordered_map<int64_t, std::vector<Open>> open_;  // per thread, outermost first
 
   std::map<uint32_t, Device> devices_;
   uint32_t first_device_ = 0;

@@ -52,9 +52,9 @@ struct Counts {
 class EndOrder {
  public:
   EndOrder(core::Profiler& p, const core::TickConverter& conv, int64_t pid, const DeviceEvents& device,
-           exporter::TraceSink& sink, Attribution& attribution, MemoryLedger* memory)
+           exporter::TraceSink& sink, Attribution& attribution)
       : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution),
-        memory_(memory), t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
+        t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
     const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
     if (subscriber && subscriber->wants()) {
       subscriber_ = subscriber;
@@ -69,9 +69,14 @@ class EndOrder {
     });
   }
 
+  // After run(): the scope's memory, or nullptr if it recorded none.
+  const MemoryLedger* memory() const { return memory_.get(); }
+
   // Writes everything; returns the number of host events.
   uint64_t run() {
     core::Merger merger(p_.recorder().finish());
+    // A ledger only for a scope that recorded memory events.
+    if (p_.recorder().record_flags() & core::kRecordMemory) memory_ = std::make_unique<MemoryLedger>();
     const auto& streams = p_.recorder().streams();
     uint32_t stream = 0;
     bool stable = true;
@@ -81,14 +86,14 @@ class EndOrder {
       e.ts = conv_.to_ns(r->ts) - t0_;
       if (r->flags & core::kRecordMemory) {  // a point in time, on its device's counter track
         write_ended_before(e.ts);
-        const MemoryLedger::Sample sample = memory_->memory_event(*r, e.ts);
+        const MemoryLedger::Sample sample = memory_->memory_event(*r, e.tid, e.ts);
         sink_.counter(pid_, e.tid, e.ts, sample.track, sample.value);
         continue;
       }
       e.dur = (r->flags & core::kRecordDurationNs) ? int64_t(r->dur) : conv_.duration_ns(r->dur);
       e.seq = ++read_;
       attribution_.host_event(*r, name_of(*r), e.tid, e.ts);
-      if (memory_) memory_->host_event(*r, e.ts, e.end());
+      if (memory_) memory_->host_event(*r, e.tid, e.ts, e.end());
       write_ended_before(e.ts);
       if (stable) {
         e.rec = r;
@@ -210,7 +215,7 @@ class EndOrder {
   const DeviceEvents& device_;
   exporter::TraceSink& sink_;
   Attribution& attribution_;
-  MemoryLedger* memory_;  // nullptr: the scope recorded no memory event
+  std::unique_ptr<MemoryLedger> memory_;  // nullptr: the scope recorded no memory event
   const int64_t t0_;
   Annotations notes_;
   std::vector<exporter::ExtraArg> with_memory_;  // a node's annotations and mem_* args
@@ -303,13 +308,13 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
     sink_owner = std::make_unique<exporter::ChromeTraceSink>(p.file().fd(), p.config().integer_timestamps);
   exporter::TraceSink& sink = *sink_owner;
   Counts counts;
-  std::unique_ptr<MemoryLedger> memory = p.memory_used() ? std::make_unique<MemoryLedger>() : nullptr;
-  counts.host_events = EndOrder(p, conv, pid, device, sink, attribution, memory.get()).run();
+  EndOrder order(p, conv, pid, device, sink, attribution);
+  counts.host_events = order.run();
   counts.device_events = device.events.size();
   counts.unattributed = attribution.unattributed();
   counts.recorder = p.recorder().stats();
   for (const auto& ep : p.eps()) counts.plugin_errors += ep->error_count();
-  write_tracks_and_metadata(p, conv, device, counts, memory.get(), pid, sink);
+  write_tracks_and_metadata(p, conv, device, counts, order.memory(), pid, sink);
 
   std::string error;
   if (!sink.finish(&error) || !p.file().commit(&error))
