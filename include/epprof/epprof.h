@@ -9,5 +9,6 @@
 #include "epprof/profiler.h"
 #include "epprof/session.h"
 #include "epprof/counters.h"
+#include "epprof/capture.h"
 
 #endif /* EPPROF_EPPROF_H */

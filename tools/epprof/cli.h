@@ -27,6 +27,7 @@ int run_validate(int argc, char** argv);
 int run_merge(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_counters(int argc, char** argv);
+int run_capture(int argc, char** argv);
 
 // Prints "epprof <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(const char* command, const std::string& message);

@@ -29,6 +29,7 @@
 #include "io/atomic_file.h"
 #include "op_table.h"
 #include "run_counters.h"
+#include "run_serve.h"
 
 namespace epprof::cli {
 namespace {
@@ -55,6 +56,10 @@ struct Options {
   bool memory = false;
   bool table = true;
   CounterOptions counters;  // --counters, --replay (run_counters.h)
+  bool serve = false;       // --serve (run_serve.h)
+  std::string socket_dir;
+  int pause_ms = 0;
+  bool runs_given = false;
 };
 
 void print_help() {
@@ -113,6 +118,15 @@ void print_help() {
       "  --save-outputs DIR   write each graph output of the last run to DIR/<name>.pb\n"
       "                       ('/' in a name becomes '_'); not when the runs stop early\n"
       "  --no-table           do not print the per-op table\n%s"
+      "  --serve              run as a server until SIGINT/SIGTERM/SIGHUP: the model runs\n"
+      "                       back to back (after --warmup), unprofiled, with a capture\n"
+      "                       listener open; `epprof capture PID` profiles the next runs\n"
+      "                       into a trace. Not with --runs, --output, --run-profiling,\n"
+      "                       --counters, --save-outputs or --no-profile. Exit status 0\n"
+      "                       when stopped by a signal\n"
+      "  --socket-dir DIR     --serve: the listener's directory (default\n"
+      "                       $XDG_RUNTIME_DIR/epprof, else /tmp/epprof-<uid>; mode 0700)\n"
+      "  --pause MS           --serve: sleep MS ms between runs, 0..60000 (default 0)\n"
       "  -h, --help           show this help\n"
       "\n"
       "Output files: a regular file at an output path is replaced once complete; a\n"
@@ -182,7 +196,7 @@ int parse(int argc, char** argv, Options& o) {
         return usage_error(kCommand, a + " needs an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
       if (a == "--threads") o.threads = int(n);
       if (a == "--inter-op-threads") o.inter_op_threads = int(n);
-      if (a == "--runs") o.runs = int(n);
+      if (a == "--runs") o.runs = int(n), o.runs_given = true;
       if (a == "--warmup") o.warmup = int(n);
       if (a == "--seed") o.seed = uint64_t(n);
     } else if (a == "--input") {
@@ -220,6 +234,14 @@ int parse(int argc, char** argv, Options& o) {
       o.integer_timestamps = true;
     } else if (a == "--no-table") {
       o.table = false;
+    } else if (a == "--serve") {
+      o.serve = true;
+    } else if (a == "--socket-dir") {
+      if (!(v = need(i)) || !*v) return usage_error(kCommand, "--socket-dir needs a directory");
+      o.socket_dir = v;
+    } else if (a == "--pause") {
+      if (!(v = need(i)) || !parse_int(v, 0, 60000, &n)) return usage_error(kCommand, "--pause needs milliseconds in 0..60000");
+      o.pause_ms = int(n);
     } else if (!a.empty() && a[0] == '-') {
       return usage_error(kCommand, "unknown option '" + a + "'");
     } else if (o.model.empty()) {
@@ -229,6 +251,18 @@ int parse(int argc, char** argv, Options& o) {
     }
   }
   if (check_counter_options(o.counters) < 0) return kExitUsage;
+  if (o.serve) {
+    const std::pair<bool, const char*> excluded[] = {
+        {o.runs_given, "--runs"}, {!o.output.empty(), "--output"}, {o.run_profiling, "--run-profiling"},
+        {!o.counters.names.empty(), "--counters"}, {!o.save_outputs.empty(), "--save-outputs"},
+        {!o.profile, "--no-profile"}};
+    for (const auto& [given, name] : excluded)
+      if (given)
+        return usage_error(kCommand, std::string("--serve and ") + name +
+                                         " exclude each other (each capture names its runs and its trace)");
+  } else if (!o.socket_dir.empty() || o.pause_ms) {
+    return usage_error(kCommand, "--socket-dir and --pause apply to --serve only");
+  }
   if (o.run_profiling && !o.profile) return usage_error(kCommand, "--run-profiling and --no-profile exclude each other");
   if (o.inter_op_threads && o.executor != rt::ExecutorKind::Parallel)
     return usage_error(kCommand,
@@ -447,7 +481,7 @@ int execute(const Options& o) {
   // Up front: libepprof applies the other output rules when it creates the
   // trace, but only the command knows its inputs.
   std::string path_error;
-  if (o.profile && !io::check_output_path(output, inputs, nullptr, &path_error))
+  if (o.profile && !o.serve && !io::check_output_path(output, inputs, nullptr, &path_error))
     throw rt::Error(rt::ErrorKind::Io, path_error);
   rt::SessionOptions so;
   so.providers = make_eps(o.eps);
@@ -460,7 +494,7 @@ int execute(const Options& o) {
   }
 
   std::unique_ptr<rt::ProfilingObserver> session_profiler;
-  if (o.profile) {
+  if (o.profile && !o.serve) {
     rt::ProfilingOptions po;
     po.trace_path = output;
     po.scope_name = "session";
@@ -480,6 +514,10 @@ int execute(const Options& o) {
   }
   rt::Session session(model, so);
   const auto inputs_data = make_inputs(session, o);
+  if (o.serve) {
+    ServeOptions serve{model, plugins, o.integer_timestamps, inputs, o.socket_dir, o.warmup, o.pause_ms};
+    return serve_captures(session, inputs_data, serve);
+  }
   if (session_profiler) {
     // The thread settings the runs use, resolved (defaults included).
     const std::pair<const char*, std::string> settings[] = {

@@ -27,6 +27,8 @@ constexpr Command kCommands[] = {
     {"convert", "convert a trace between JSON and the SQLite trace database", epprof::cli::run_convert},
     {"counters", "list the counters this machine offers; check a set's pass plan",
      epprof::cli::run_counters},
+    {"capture", "profile the next runs of a running process (its capture listener)",
+     epprof::cli::run_capture},
 };
 
 void print_help(FILE* out) {
