@@ -1,61 +1,52 @@
 #include "memory_hooks.h"
 
-#include <atomic>
-#include <mutex>
-#include <thread>
-
 namespace epprof::rt::memory {
 namespace {
 
-constexpr int kSlots = 8;
-std::atomic<Listener*> g_slots[kSlots];
-std::atomic<int> g_count{0};     // listeners registered
-std::atomic<int> g_inflight{0};  // reports reading the slots now
-std::mutex g_mu;                 // add and remove
-
-template <typename F>
-void each(F&& f) noexcept {
-  if (g_count.load(std::memory_order_relaxed) == 0) return;
-  // Sequentially consistent: remove_listener's clearing of a slot and its
-  // reading of g_inflight must not pass this increment and slot read.
-  g_inflight.fetch_add(1);
-  for (auto& slot : g_slots)
-    if (Listener* l = slot.load()) f(l);
-  g_inflight.fetch_sub(1);
-}
+struct Listeners {
+  Listener l[Owners::kMax] = {};
+  int n = 0;
+};
+thread_local Listeners t_listeners;
 
 }  // namespace
 
-bool add_listener(Listener* l) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (auto& slot : g_slots)
-    if (!slot.load(std::memory_order_relaxed)) {
-      slot.store(l, std::memory_order_release);
-      g_count.fetch_add(1, std::memory_order_relaxed);
-      return true;
+void listen(const Listener& l) noexcept {
+  Listeners& t = t_listeners;
+  if (t.n < Owners::kMax) t.l[t.n++] = l;
+}
+
+void unlisten(epprof_profiler_t profiler) noexcept {
+  Listeners& t = t_listeners;
+  for (int i = 0; i < t.n; ++i)
+    if (t.l[i].profiler.handle == profiler.handle) {
+      for (int j = i + 1; j < t.n; ++j) t.l[j - 1] = t.l[j];
+      --t.n;
+      return;
     }
-  return false;
 }
 
-void remove_listener(Listener* l) {
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    for (auto& slot : g_slots)
-      if (slot.load(std::memory_order_relaxed) == l) {
-        slot.store(nullptr);
-        g_count.fetch_sub(1, std::memory_order_relaxed);
-      }
+Owners report_allocated(const void* p, size_t bytes) noexcept {
+  Owners owners;
+  const Listeners& t = t_listeners;
+  for (int i = 0; i < t.n; ++i) {
+    const Listener& l = t.l[i];
+    epprof_status* st = epprof_memory_alloc(l.profiler, uint64_t(uintptr_t(p)), bytes, l.device,
+                                            l.tag->load(std::memory_order_relaxed));
+    if (st) {
+      epprof_status_release(st);
+      continue;
+    }
+    owners.profiler[owners.n] = l.profiler;
+    owners.device[owners.n] = l.device;
+    ++owners.n;
   }
-  // A report that loaded `l` before it was cleared may still be calling it.
-  while (g_inflight.load() != 0) std::this_thread::yield();
+  return owners;
 }
 
-void report_allocated(const void* p, size_t bytes) noexcept {
-  each([&](Listener* l) { l->allocated(p, bytes); });
-}
-
-void report_freed(const void* p) noexcept {
-  each([&](Listener* l) { l->freed(p); });
+void report_freed(const Owners& owners, const void* p) noexcept {
+  for (int i = 0; i < owners.n; ++i)
+    epprof_status_release(epprof_memory_free(owners.profiler[i], uint64_t(uintptr_t(p)), owners.device[i]));
 }
 
 }  // namespace epprof::rt::memory

@@ -1,27 +1,42 @@
-// Tensor allocations, for memory profiling: Tensor's constructor and its
-// buffer's deleter report here, and the profiling observers that track
-// memory (ProfilingOptions::memory) listen. With no listener a report is
-// one relaxed load.
+// Tensor allocations, for memory profiling: Tensor's constructor reports
+// each buffer to the profilers listening on the calling thread, and its
+// deleter reports the free to those same profilers, on whatever thread it
+// runs. A profiling observer that tracks memory (ProfilingOptions::memory)
+// listens on the thread that runs one of its session phases or runs, for as
+// long as it lasts, so a process's other sessions report to no one. With no
+// listener an allocation costs one thread-local load. A free reaching a
+// profiler that has stopped is refused by libepprof (a stale handle) and
+// dropped.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+
+#include "epprof/profiler.h"
 
 namespace epprof::rt::memory {
 
-class Listener {
- public:
-  virtual ~Listener() = default;
-  // Called on the allocating (freeing) thread, possibly on many at once.
-  virtual void allocated(const void* p, size_t bytes) noexcept = 0;
-  virtual void freed(const void* p) noexcept = 0;
+struct Listener {
+  epprof_profiler_t profiler;
+  epprof_name_id device;
+  const std::atomic<epprof_memory_tag>* tag;  // what the listener's session is doing
 };
 
-// At most 8 at once (more are not heard, and add returns false). remove
-// returns once no call into `l` is in flight.
-bool add_listener(Listener* l);
-void remove_listener(Listener* l);
+// The profilers that heard an allocation, for its free.
+struct Owners {
+  static constexpr int kMax = 4;
+  epprof_profiler_t profiler[kMax];
+  epprof_name_id device[kMax];
+  int n = 0;
+};
 
-void report_allocated(const void* p, size_t bytes) noexcept;
-void report_freed(const void* p) noexcept;
+// Adds `l` to the calling thread's listeners (up to Owners::kMax at once:
+// a session observer and a run observer, say; more are not heard), and
+// removes the one with that profiler.
+void listen(const Listener& l) noexcept;
+void unlisten(epprof_profiler_t profiler) noexcept;
+
+Owners report_allocated(const void* p, size_t bytes) noexcept;
+void report_freed(const Owners& owners, const void* p) noexcept;
 
 }  // namespace epprof::rt::memory

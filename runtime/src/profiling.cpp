@@ -322,38 +322,29 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
   if (options.memory) memory_ = std::make_unique<MemoryTracking>(profiler_);
 }
 
-// Tensor allocations to the profiler, tagged by what the session is doing.
-class ProfilingObserver::MemoryTracking final : public memory::Listener {
+// Tensor allocations to the profiler, tagged by what the session is doing:
+// it listens on the thread that runs a session phase (initializers) or a
+// run (outputs) while it lasts; their frees reach it on any thread. Nodes
+// the parallel executor runs on its pool threads are not heard.
+class ProfilingObserver::MemoryTracking {
  public:
   explicit MemoryTracking(epprof_profiler_t p) : profiler_(p) {
     epprof_status_release(epprof_intern("cpu", &device_));
-    listening_ = memory::add_listener(this);
   }
-  ~MemoryTracking() override { stop(); }
-  // Called before the profiler stops: no report reaches it after this.
-  void stop() {
-    if (listening_) memory::remove_listener(this);
-    listening_ = false;
+  // Listens on the calling thread until leave(), tagging as `tag`.
+  void enter(epprof_memory_tag tag) noexcept {
+    tag_.store(tag, std::memory_order_relaxed);
+    memory::listen({profiler_, device_, &tag_});
   }
-  void allocated(const void* p, size_t bytes) noexcept override {
-    const epprof_memory_tag tag = runs_.load(std::memory_order_relaxed) > 0     ? EPPROF_MEMORY_OUTPUT
-                                  : phases_.load(std::memory_order_relaxed) > 0 ? EPPROF_MEMORY_INITIALIZER
-                                                                                : EPPROF_MEMORY_OTHER;
-    epprof_status_release(epprof_memory_alloc(profiler_, uint64_t(uintptr_t(p)), bytes, device_, tag));
-  }
-  void freed(const void* p) noexcept override {
-    epprof_status_release(epprof_memory_free(profiler_, uint64_t(uintptr_t(p)), device_));
-  }
-  std::atomic<int> runs_{0}, phases_{0};
+  void leave() noexcept { memory::unlisten(profiler_); }
 
  private:
   epprof_profiler_t profiler_;
   epprof_name_id device_ = 0;
-  bool listening_ = false;
+  std::atomic<epprof_memory_tag> tag_{EPPROF_MEMORY_OTHER};  // of the phase or run in progress
 };
 
 ProfilingObserver::~ProfilingObserver() {
-  if (memory_) memory_->stop();
   if (held_run_.load(std::memory_order_relaxed) & kInBlock)  // destroyed during a run
     epprof_status_release(epprof_event_block_close(&block_));
   if (profiler_.handle) epprof_status_release(epprof_profiler_destroy(profiler_));
@@ -365,7 +356,6 @@ epprof_trace_stats ProfilingObserver::finish() {
   stats.size = sizeof stats;
   if (finished_) throw Error(ErrorKind::Io, "profiling: finish() called twice");
   finished_ = true;
-  if (memory_) memory_->stop();
   epprof_status* st = epprof_profiler_stop(profiler_, &stats);
   if (st) {
     std::string msg = epprof_status_get_message(st);
@@ -407,7 +397,7 @@ ProfilingObserver::NodeState ProfilingObserver::node_state_slow(size_t index) {
 }
 
 void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
-  if (memory_) memory_->phases_.fetch_add(1, std::memory_order_relaxed);
+  if (memory_) memory_->enter(EPPROF_MEMORY_INITIALIZER);
   const Keys& k = keys();
   report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION,
                             info.phase == SessionPhase::ModelLoading ? k.model_loading : k.session_init,
@@ -416,11 +406,11 @@ void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
 
 void ProfilingObserver::session_phase_end(const SessionPhaseInfo& info) {
   report(epprof_event_end(profiler_, info.correlation_id, nullptr, 0));
-  if (memory_) memory_->phases_.fetch_sub(1, std::memory_order_relaxed);
+  if (memory_) memory_->leave();
 }
 
 void ProfilingObserver::run_begin(const RunInfo& info) {
-  if (memory_) memory_->runs_.fetch_add(1, std::memory_order_relaxed);
+  if (memory_) memory_->enter(EPPROF_MEMORY_OUTPUT);
   const Keys& k = keys();
   report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION, k.model_run, info.correlation_id));
   const bool parallel = info.executor_name[0] == 'P';
@@ -435,7 +425,7 @@ void ProfilingObserver::run_end(const RunInfo& info) {
   report(epprof_event_end(profiler_, info.execute_correlation_id, nullptr, 0));
   const epprof_arg run_id = int_arg(keys().run_id, int64_t(info.run_id));
   report(epprof_event_end(profiler_, info.correlation_id, &run_id, 1));
-  if (memory_) memory_->runs_.fetch_sub(1, std::memory_order_relaxed);
+  if (memory_) memory_->leave();
 }
 
 // Takes the event block for this run, if no other run holds it: opens it

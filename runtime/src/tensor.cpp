@@ -143,11 +143,15 @@ Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, alloc);
-  memory::report_allocated(p, alloc);
-  data_ = std::shared_ptr<void>(p, [](void* q) {
-    memory::report_freed(q);
-    std::free(q);
-  });
+  const memory::Owners owners = memory::report_allocated(p, alloc);
+  if (owners.n == 0) {
+    data_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  } else {
+    data_ = std::shared_ptr<void>(p, [owners](void* q) {
+      memory::report_freed(owners, q);
+      std::free(q);
+    });
+  }
 }
 
 Tensor Tensor::reshaped(Shape shape) const {

@@ -193,7 +193,9 @@ TEST(ReportCli, EpprofRunTraceIsInOnnxRuntimeOrder) {
     }
     if (r < 0) continue;
     EXPECT_LT(i, runs[size_t(r)].pos) << e.dump() << " comes after its model_run";
-    if (r > 0) EXPECT_GT(i, runs[size_t(r) - 1].pos) << e.dump() << " comes before the previous model_run";
+    if (r > 0) {
+      EXPECT_GT(i, runs[size_t(r) - 1].pos) << e.dump() << " comes before the previous model_run";
+    }
   }
   EXPECT_GT(nodes, 4 * 20u);
   EXPECT_GT(devices, 4 * 20u);

@@ -133,7 +133,9 @@ void expect_same_events(const json& a_all, const json& b_all) {
     for (const char* field : {"cat", "name", "ph", "pid", "tid", "id", "bp"})
       EXPECT_EQ(x.value(field, json()), y.value(field, json())) << "event " << i << " field " << field;
     for (const char* field : {"ts", "dur"}) {
-      if (x.contains(field)) EXPECT_NEAR(x[field].get<double>(), y[field].get<double>(), 1e-6) << "event " << i;
+      if (x.contains(field)) {
+        EXPECT_NEAR(x[field].get<double>(), y[field].get<double>(), 1e-6) << "event " << i;
+      }
     }
     EXPECT_EQ(x["args"], y["args"]) << "event " << i;  // objects: key order does not matter
   }

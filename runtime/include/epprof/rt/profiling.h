@@ -41,11 +41,12 @@ struct ProfilingOptions {
   // parallel executor, graphs of 65,536 nodes or more, or a run that starts
   // while another run of this observer holds the block.
   bool event_blocks = true;
-  // Report every tensor the runtime allocates and frees while the profiler
-  // runs (epprof_memory_alloc / _free on device "cpu"): tagged initializer
-  // during model loading and session initialization, output during a run
-  // (the memory report tells a node's temporaries by their being freed
-  // before the node ends), other otherwise (inputs the host made).
+  // Report the tensors the runtime allocates and frees on the thread that
+  // runs this observer's session phases and runs, while they last
+  // (epprof_memory_alloc / _free on device "cpu"): tagged initializer
+  // during model loading and session initialization, output during a run.
+  // Other sessions of the process, and nodes the parallel executor runs on
+  // its pool threads, are not reported.
   bool memory = false;
 };
 
