@@ -35,6 +35,9 @@ namespace {
 using namespace epprof::rt;
 using namespace epprof::bench;
 
+// --memory: the profiled session also tracks memory (ProfilingOptions::memory).
+bool g_memory = false;
+
 // Forwards every callback to `inner`, accumulating the TSC ticks spent in
 // the node callbacks, per run (a run that is preempted inside a hook would
 // otherwise add its whole time slice to the mean).
@@ -197,6 +200,7 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   ProfilingOptions po;
   po.trace_path = trace;
   po.event_blocks = event_blocks;
+  po.memory = g_memory;
   if (ep) po.plugins.push_back(ep_profiler);
   std::vector<double> t_off, t_on, t_floor;
   std::map<std::string, Tensor> inputs;
@@ -284,6 +288,7 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool& memory = g_memory;
   std::string dir = EPPROF_BENCH_MODELS_DIR;
   std::string ep_name = "cpu";
   std::string only;  // one model only
@@ -299,13 +304,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--ep") && i + 1 < argc) ep_name = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--no-blocks")) event_blocks = false;
+    else if (!std::strcmp(argv[i], "--memory")) memory = true;
     else if (!std::strcmp(argv[i], "--real-models")) real = true;
     else if (!std::strcmp(argv[i], "--real-only")) real = real_only = true;
     else if (!std::strcmp(argv[i], "--model-cache") && i + 1 < argc) cache = argv[++i], real = true;
     else {
       std::fprintf(stderr,
                    "usage: epprof_runtime_bench [--quick] [--runs N] [--models DIR] [--ep cpu|opencl] [--only MODEL] "
-                   "[--no-blocks] [--real-models | --real-only] [--model-cache DIR]\n");
+                   "[--no-blocks] [--memory] [--real-models | --real-only] [--model-cache DIR]\n");
       return 2;
     }
   }
@@ -345,9 +351,10 @@ int main(int argc, char** argv) {
     }
   }
   const double tick_ns = ns_per_tick();
-  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s\n\n",
+  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s%s\n\n",
               runs, ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
-              event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)");
+              event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)",
+              g_memory ? ", memory tracking on (--memory)" : "");
   std::printf("%-20s %5s %10s %10s %8s %8s %8s %12s %12s %12s %8s\n", "model", "execs", "off ms", "on ms", "ratio",
               "floor", "target", "e2e ns/node", "hooks ns/node", "hooks mean", "result");
   bool ok = true;

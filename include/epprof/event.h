@@ -19,7 +19,14 @@ typedef enum epprof_category {
   EPPROF_CATEGORY_API = 3,     /* a call into a driver or runtime API */
   EPPROF_CATEGORY_MEMCPY = 4,  /* a host/device or device/device transfer */
   EPPROF_CATEGORY_COUNTER = 5, /* counter values read around a dispatch */
-  EPPROF_CATEGORY_COUNT_ = 6   /* number of categories in this ABI version; not a category */
+  EPPROF_CATEGORY_MEMORY = 6,  /* plugins only: a device allocation or free, as an event of
+                                * duration 0 whose name is the device ("opencl:0") and whose
+                                * args are "kind" ("alloc" or "free"), "allocation_id" and,
+                                * for an allocation, "bytes" (decimal), and optionally "tag"
+                                * (output, temporary, initializer, input, arena_chunk, other);
+                                * attributed by its correlation_id. Hosts report their own
+                                * memory with epprof_memory_alloc / _free instead. */
+  EPPROF_CATEGORY_COUNT_ = 7   /* number of categories in this ABI version; not a category */
 } epprof_category;
 
 /* An interned string. 0 is never a valid id. Ids are process-wide and stay

@@ -51,6 +51,22 @@ bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch) {
       batch->memsets.push_back(r);
       return true;
     }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
+      if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+          m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+        return true;  // of the kind, but nothing to report
+      MemoryRecord r;
+      r.correlation_id = m->correlationId;
+      r.timestamp_ns = m->timestamp;
+      r.address = m->address;
+      r.bytes = m->bytes;
+      r.release = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+      r.device_id = m->deviceId;
+      r.stream_id = m->streamId;
+      batch->memory.push_back(r);
+      return true;
+    }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       batch->external.push_back(

@@ -11,7 +11,7 @@ namespace epprof::cuda {
 // The activity kinds the EP enables, in the order it enables them.
 constexpr CUpti_ActivityKind kTracedKinds[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2};
 
 // Appends `record` to `batch` if it is of a traced kind; returns whether it
 // was. The kernel name is copied (CUPTI owns the string).

@@ -149,6 +149,7 @@ class Profiler {
         {"kernel_records", std::to_string(stats.kernels)},
         {"memcpy_records", std::to_string(stats.memcpys)},
         {"memset_records", std::to_string(stats.memsets)},
+        {"memory_records", std::to_string(stats.memory)},
         {"external_correlation_records", std::to_string(stats.external_correlations)},
         {"unattributed_device_records", std::to_string(stats.unattributed)},
         {"records_outside_scope", std::to_string(stats.outside_scope)},

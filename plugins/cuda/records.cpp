@@ -68,6 +68,7 @@ void RecordConverter::add(const RecordBatch& b) {
   kernels_.insert(kernels_.end(), b.kernels.begin(), b.kernels.end());
   memcpys_.insert(memcpys_.end(), b.memcpys.begin(), b.memcpys.end());
   memsets_.insert(memsets_.end(), b.memsets.begin(), b.memsets.end());
+  memory_.insert(memory_.end(), b.memory.begin(), b.memory.end());
   for (const auto& r : b.external) add(r);
 }
 
@@ -145,6 +146,24 @@ std::vector<DeviceEvent> RecordConverter::convert(const TimeBase& time, int64_t 
     e.args.emplace_back("value", std::to_string(r.value));
     ++st.memsets;
     finish(e);
+  }
+  for (const MemoryRecord& r : memory_) {
+    if (!in_scope(r.timestamp_ns, scope_begin_ns, scope_end_ns)) {
+      ++st.outside_scope;
+      continue;
+    }
+    DeviceEvent e;
+    e.category = EPPROF_CATEGORY_MEMORY;
+    e.name = "cuda:" + std::to_string(r.device_id);
+    e.ts_ns = time.to_timeline(r.timestamp_ns);
+    e.correlation_id = external_id(r.correlation_id);
+    e.track = track_of(r.device_id, r.stream_id);
+    e.args.emplace_back("kind", r.release ? "free" : "alloc");
+    e.args.emplace_back("allocation_id", std::to_string(r.address));
+    if (!r.release) e.args.emplace_back("bytes", std::to_string(r.bytes));
+    e.args.emplace_back("cupti_correlation_id", std::to_string(r.correlation_id));
+    ++st.memory;
+    out.push_back(std::move(e));  // attributed by its id, or owned by no node: not "unattributed" work
   }
   std::stable_sort(out.begin(), out.end(), [](const DeviceEvent& a, const DeviceEvent& b) { return a.ts_ns < b.ts_ns; });
   return out;

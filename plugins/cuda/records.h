@@ -58,6 +58,16 @@ struct MemsetRecord {
   uint32_t device_id = 0, context_id = 0, stream_id = 0;
 };
 
+// Mirrors CUpti_ActivityMemory4 (CUPTI_ACTIVITY_KIND_MEMORY2): a device
+// allocation or release.
+struct MemoryRecord {
+  uint32_t correlation_id = 0;  // of the API call that made it
+  uint64_t timestamp_ns = 0;
+  uint64_t address = 0, bytes = 0;
+  bool release = false;  // CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE; else an allocation
+  uint32_t device_id = 0, stream_id = 0;
+};
+
 // Mirrors CUpti_ActivityExternalCorrelation.
 struct ExternalCorrelationRecord {
   uint32_t external_kind = kExternalKindEpprof;
@@ -83,8 +93,11 @@ struct RecordBatch {
   std::vector<KernelRecord> kernels;
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemsetRecord> memsets;
+  std::vector<MemoryRecord> memory;
   std::vector<ExternalCorrelationRecord> external;
-  size_t size() const { return kernels.size() + memcpys.size() + memsets.size() + external.size(); }
+  size_t size() const {
+    return kernels.size() + memcpys.size() + memsets.size() + memory.size() + external.size();
+  }
 };
 
 // A converted record, ready for host->event_create.
@@ -98,7 +111,7 @@ struct DeviceEvent {
 };
 
 struct ConversionStats {
-  uint64_t kernels = 0, memcpys = 0, memsets = 0;  // converted
+  uint64_t kernels = 0, memcpys = 0, memsets = 0, memory = 0;  // converted
   uint64_t external_correlations = 0;              // of our kind, received
   uint64_t unattributed = 0;    // converted without an external id: kept, marked
   uint64_t outside_scope = 0;   // started before the scope began or after it ended: not converted
@@ -119,15 +132,18 @@ class RecordConverter {
   void add(const KernelRecord& r) { kernels_.push_back(r); }
   void add(const MemcpyRecord& r) { memcpys_.push_back(r); }
   void add(const MemsetRecord& r) { memsets_.push_back(r); }
+  void add(const MemoryRecord& r) { memory_.push_back(r); }
   // Records of other external kinds (another tool's) are ignored.
   void add(const ExternalCorrelationRecord& r);
   void add(const RecordBatch& b);
 
-  size_t pending() const { return kernels_.size() + memcpys_.size() + memsets_.size(); }
+  size_t pending() const { return kernels_.size() + memcpys_.size() + memsets_.size() + memory_.size(); }
 
   // Every device record whose start lies in [scope_begin_ns, scope_end_ns]
   // (record clock), on the timeline of `time`, sorted by ts. Records without
   // an external id are kept with correlation id 0 and arg unattributed=true.
+  // Memory records become EPPROF_CATEGORY_MEMORY events on device
+  // "cuda:<device>" (kind, allocation_id = the address, bytes).
   std::vector<DeviceEvent> convert(const TimeBase& time, int64_t scope_begin_ns, int64_t scope_end_ns,
                                    ConversionStats* stats) const;
 
@@ -140,6 +156,7 @@ class RecordConverter {
   std::vector<KernelRecord> kernels_;
   std::vector<MemcpyRecord> memcpys_;
   std::vector<MemsetRecord> memsets_;
+  std::vector<MemoryRecord> memory_;
   std::unordered_map<uint32_t, uint64_t> external_;  // CUPTI correlation id → node id
   uint64_t external_count_ = 0;
 };

@@ -32,7 +32,12 @@
  * For tests of the host's error handling, the environment variable
  *   EPPROF_EXAMPLE_FAIL=start_profiling|start_event|stop_event|end_profiling
  * makes that slot return an EPPROF_PLUGIN_ERROR status (end_profiling fails
- * after appending the first half of its events). EPPROF_EXAMPLE_CLOCK=host
+ * after appending the first half of its events). EPPROF_EXAMPLE_MEMORY=1
+ * gives every kernel a 4096-byte buffer on device "example:0", allocated
+ * when it starts and freed when it ends, reported as memory events
+ * (EPPROF_CATEGORY_MEMORY); EPPROF_EXAMPLE_MEMORY=leak never frees the
+ * buffer of the last kernel of a node (one with an op_name): a deliberate
+ * leak, for the host's leak line. EPPROF_EXAMPLE_CLOCK=host
  * makes the "device clock" the host's (host->clock_now_ns), for a trace that
  * a host with a fixed test clock can compare byte for byte. Both are read
  * when an instance is created.
@@ -144,6 +149,7 @@ typedef struct example_profiler {
   const epprof_host_api* host;
   const epprof_host_api* host_clock; /* non-NULL: the EP clock is the host's */
   example_fail_slot fail;
+  int memory; /* EPPROF_EXAMPLE_MEMORY: 0 off, 1 on, 2 leak */
 
   int64_t start_offset_ns; /* host-timeline ns at start_profiling */
   int64_t ep_start_ns;     /* EP clock at start_profiling */
@@ -180,6 +186,13 @@ static example_fail_slot fail_slot_from_env(void) {
   if (strcmp(v, "stop_event") == 0) return FAIL_STOP_EVENT;
   if (strcmp(v, "end_profiling") == 0) return FAIL_END_PROFILING;
   return FAIL_NONE;
+}
+
+static int memory_from_env(void) {
+  const char* v = getenv("EPPROF_EXAMPLE_MEMORY");
+  if (v == NULL) return 0;
+  if (strcmp(v, "leak") == 0) return 2;
+  return strcmp(v, "1") == 0;
 }
 
 static epprof_status* injected_failure(const example_profiler* p, const char* slot) {
@@ -430,6 +443,46 @@ static void release_events(const example_profiler* p, epprof_event** events, siz
   for (i = 0; i < n; ++i) p->host->event_release(events[i]);
 }
 
+/* One memory event of kernel `k`'s buffer `id` (EPPROF_EXAMPLE_MEMORY):
+ * its allocation when the kernel starts, or its free when it ends. */
+static epprof_status* memory_event(const example_profiler* p, const example_kernel* k, size_t id, int alloc,
+                                   epprof_event** out) {
+  static const char* const keys[] = {"kind", "allocation_id", "bytes", "tag"};
+  const char* values[4];
+  char id_text[24];
+  snprintf(id_text, sizeof id_text, "%lu", (unsigned long)id);
+  values[0] = alloc ? "alloc" : "free";
+  values[1] = id_text;
+  values[2] = "4096";
+  values[3] = "temporary";
+  return p->host->event_create(EPPROF_CATEGORY_MEMORY, "example:0", 0, k->queue,
+                               alloc ? k->ts_ns : k->ts_ns + k->dur_ns, 0, k->correlation_id, keys, values,
+                               alloc ? 4 : 2, out);
+}
+
+/* Every kernel's buffer, allocated and freed; with "leak", the last node
+ * kernel's is never freed. */
+static epprof_status* append_memory_events(const example_profiler* p, epprof_event_sink* sink, size_t total) {
+  size_t i, leak = total;
+  epprof_status* st = NULL;
+  if (p->memory == 2)
+    for (i = 0; i < total; ++i)
+      if (p->kernels[i].op_name != NULL) leak = i;
+  for (i = 0; i < total && st == NULL; ++i) {
+    epprof_event* ev[2];
+    size_t n = 0;
+    st = memory_event(p, &p->kernels[i], i + 1, 1, &ev[n]);
+    if (st == NULL) ++n;
+    if (st == NULL && i != leak) {
+      st = memory_event(p, &p->kernels[i], i + 1, 0, &ev[n]);
+      if (st == NULL) ++n;
+    }
+    if (st == NULL) st = p->host->sink_append(sink, (const epprof_event* const*)ev, n);
+    release_events(p, ev, n);
+  }
+  return st;
+}
+
 static epprof_status* example_end_profiling(epprof_ep_profiler* self, epprof_event_sink* sink) {
   example_profiler* p = (example_profiler*)self;
   const epprof_host_api* host = p->host;
@@ -476,7 +529,7 @@ static epprof_status* example_end_profiling(epprof_ep_profiler* self, epprof_eve
   }
 
   if (p->fail == FAIL_END_PROFILING) return injected_failure(p, "end_profiling");
-  return NULL;
+  return p->memory ? append_memory_events(p, sink, total) : NULL;
 }
 
 static void example_profiler_release(epprof_ep_profiler* self) {
@@ -518,6 +571,7 @@ static epprof_status* example_create_profiler(epprof_plugin* self, epprof_ep_pro
                                "example plugin: no pthread key left for a new profiler");
   }
   pthread_mutex_init(&p->mutex, NULL);
+  p->memory = memory_from_env();
   p->host = host;
   p->fail = fail_slot_from_env();
   p->host_clock = host_clock_from_env(host);

@@ -177,8 +177,16 @@ bool Dispatch::create_output(size_t bytes, cl_mem* out) {
   cl_mem m = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
   if (!m) return fail(err, "clCreateBuffer(" + std::to_string(bytes) + " bytes)");
   buffers_.push_back(m);
+  if (host_now_) memory_.push_back({true, uint64_t(uintptr_t(m)), uint64_t(bytes), host_now_()});
   *out = m;
   return true;
+}
+
+std::vector<MemoryRecord> Dispatch::take_memory_records() {
+  if (!host_now_) return {};
+  const int64_t now = host_now_();
+  for (cl_mem m : buffers_) memory_.push_back({false, uint64_t(uintptr_t(m)), 0, now});
+  return std::move(memory_);
 }
 
 bool Dispatch::upload(const void* data, size_t bytes, cl_mem* out) {

@@ -46,6 +46,15 @@ struct CommandRecord {
   size_t bytes = 0;  // copies
 };
 
+// A device buffer's allocation or release, on the host clock: the
+// profilers report it as a memory event (EPPROF_CATEGORY_MEMORY).
+struct MemoryRecord {
+  bool alloc = true;
+  uint64_t id = 0;     // the cl_mem
+  uint64_t bytes = 0;  // allocations
+  int64_t host_ns = 0;
+};
+
 class Device {
  public:
   // Opens the first device of the first platform that has one (GPUs
@@ -105,6 +114,9 @@ class Dispatch {
 
   const ClError& error() const { return error_; }
   const std::vector<CommandRecord>& records() const { return records_; }
+  // The buffers' allocations, and their releases, which the destructor
+  // makes right after this (stamped now). Empty without a host clock.
+  std::vector<MemoryRecord> take_memory_records();
 
  private:
   bool fail(cl_int code, const std::string& what);
@@ -120,6 +132,7 @@ class Dispatch {
   std::vector<cl_kernel> kernels_;
   std::vector<cl_event> events_;
   std::vector<CommandRecord> records_;  // parallel to events_ until finish()
+  std::vector<MemoryRecord> memory_;    // allocations, with a host clock
   ClError error_;
 };
 

@@ -345,7 +345,7 @@ ComputeResult run_clip(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* i
 
 ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, const OpKernel& k,
                       const epprof_ep_tensor* in, size_t num_inputs, epprof_ep_outputs* outputs,
-                      std::vector<CommandRecord>* records) {
+                      std::vector<CommandRecord>* records, std::vector<MemoryRecord>* memory) {
   for (size_t i = 0; i < num_inputs; ++i) {
     const bool optional = (k.op == Op::Gemm && i == 2) || (k.op == Op::Conv && i == 2) || (k.op == Op::Clip && i > 0);
     if (k.op == Op::Resize && i > 0) break;  // roi, scales, sizes: checked by resize_plan
@@ -367,7 +367,10 @@ ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, 
     case Op::Clip: r = run_clip(d, k, in, num_inputs, outputs); break;
     case Op::Resize: r = run_resize(d, k, in, num_inputs, outputs); break;
   }
-  if (r.kind == Kind::Ok) *records = d.records();
+  if (r.kind == Kind::Ok) {
+    *records = d.records();
+    *memory = d.take_memory_records();
+  }
   return r;
 }
 

@@ -23,9 +23,10 @@ constexpr ep_common::OpSet kOpenClOps = ep_common::kBasicOps | ep_common::kCnnOp
 Program program_for(Op op);
 
 // Runs the kernel synchronously. On Ok the device commands' records are in
-// *records (device clock), their enqueue calls bracketed by `host_now`.
+// *records (device clock), their enqueue calls bracketed by `host_now`,
+// and the device buffers it allocated and released in *memory (host clock).
 ComputeResult compute(Device& device, uint64_t alloc_limit, HostClock host_now, const OpKernel& k,
                       const epprof_ep_tensor* inputs, size_t num_inputs, epprof_ep_outputs* outputs,
-                      std::vector<CommandRecord>* records);
+                      std::vector<CommandRecord>* records, std::vector<MemoryRecord>* memory);
 
 }  // namespace epprof::opencl

@@ -65,12 +65,13 @@ epprof_status* compute(epprof_ep_plugin* self, void* kernel, const epprof_ep_ten
   State& s = state(self);
   try {
     std::vector<CommandRecord> records;
+    std::vector<MemoryRecord> memory;
     const ComputeResult r =
         opencl::compute(*s.device, s.alloc_limit, s.registry.any_active() ? s.host->clock_now_ns : nullptr,
                         *static_cast<const OpKernel*>(kernel), inputs,
-                        num_inputs, outputs, &records);
+                        num_inputs, outputs, &records, &memory);
     // Still on the node's thread: the profilers tag with its id.
-    if (r.kind == ComputeResult::Kind::Ok) s.registry.record(records);
+    if (r.kind == ComputeResult::Kind::Ok) s.registry.record(records, memory);
     return ep_common::to_status(s.host, "opencl EP: ", r);
   } catch (const std::bad_alloc&) {
     return make_status(s, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");

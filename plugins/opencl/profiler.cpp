@@ -96,7 +96,7 @@ class Profiler {
   epprof_ep_profiler* c() { return &handle_.c; }
 
   // Under the registry's lock.
-  void append(const std::vector<CommandRecord>& records) {
+  void append(const std::vector<CommandRecord>& records, const std::vector<MemoryRecord>& memory) {
     auto it = t_stacks.find(serial_);
     if (it == t_stacks.end() || it->second.empty()) {
       // Issued outside every event of this scope (another scope's run on
@@ -105,6 +105,7 @@ class Profiler {
       return;
     }
     for (const auto& r : records) tagged_.push_back(Tagged{it->second.back(), r});
+    for (const auto& m : memory) memory_.emplace_back(it->second.back(), m);
   }
 
  private:
@@ -228,7 +229,26 @@ class Profiler {
       if (batch.size() == kBatch)
         if (epprof_status* st = append_batch()) return st;
     }
+    // The device buffers, as memory events on the host clock.
+    for (const auto& [correlation_id, m] : memory_) {
+      epprof_event* ev = nullptr;
+      if (epprof_status* st = make_memory_event(correlation_id, m, &ev)) {
+        append_batch();
+        return st;
+      }
+      batch.push_back(ev);
+      if (batch.size() == kBatch)
+        if (epprof_status* st = append_batch()) return st;
+    }
     return append_batch();
+  }
+
+  epprof_status* make_memory_event(uint64_t correlation_id, const MemoryRecord& m, epprof_event** out) const {
+    const std::string id = std::to_string(m.id), bytes = std::to_string(m.bytes);
+    const char* keys[] = {"kind", "allocation_id", "bytes", "tag"};
+    const char* values[] = {m.alloc ? "alloc" : "free", id.c_str(), bytes.c_str(), "temporary"};
+    return env_.host->event_create(EPPROF_CATEGORY_MEMORY, "opencl:0", 0, kQueueTrack, m.host_ns - trace_t0_ns_, 0,
+                                   correlation_id, keys, values, m.alloc ? 4 : 2, out);
   }
 
   epprof_status* make_event(const Tagged& t, const Placement& at, epprof_event** out) const {
@@ -261,6 +281,7 @@ class Profiler {
   int64_t trace_t0_ns_ = -1;  // the host's profiling start on the host clock; -1: not given yet
   ClockSample cal_start_;
   std::vector<Tagged> tagged_;  // appended under the registry's lock
+  std::vector<std::pair<uint64_t, MemoryRecord>> memory_;  // (correlation id, buffer); under the lock
   uint64_t outside_scope_ = 0;  // commands of no event of this scope; under the registry's lock
 };
 
@@ -277,10 +298,10 @@ void Registry::remove(Profiler* p) {
   active_count_.store(static_cast<int>(active_.size()), std::memory_order_release);
 }
 
-void Registry::record(const std::vector<CommandRecord>& records) {
-  if (records.empty() || !any_active()) return;
+void Registry::record(const std::vector<CommandRecord>& records, const std::vector<MemoryRecord>& memory) {
+  if ((records.empty() && memory.empty()) || !any_active()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  for (Profiler* p : active_) p->append(records);
+  for (Profiler* p : active_) p->append(records, memory);
 }
 
 epprof_ep_profiler* create_profiler(const ProfilerEnv& env) { return (new Profiler(env))->c(); }

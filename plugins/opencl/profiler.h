@@ -23,7 +23,7 @@ class Registry {
   void add(Profiler* p);
   void remove(Profiler* p);
   // From compute, on the node's thread, after the commands completed.
-  void record(const std::vector<CommandRecord>& records);
+  void record(const std::vector<CommandRecord>& records, const std::vector<MemoryRecord>& memory);
   bool any_active() const { return active_count_.load(std::memory_order_acquire) > 0; }
 
  private:

@@ -134,7 +134,9 @@ Profiler* find(epprof_profiler_t p) {
   return __builtin_expect(s != nullptr, 1) ? s : slow_stream(handle, prof, hot, err, fn);
 }
 
-bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_COUNT_; }
+// Host events: every category but MEMORY, which only plugins' events have
+// (a host reports memory with epprof_memory_alloc / _free).
+bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_MEMORY; }
 
 [[gnu::cold]] epprof_status* open_blocks_status(const char* fn, uint32_t open) noexcept {
   return status_from(EPPROF_FAILED_PRECONDITION, [&] {
@@ -149,6 +151,9 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_CO
                                                             uint64_t correlation_id) noexcept {
   if (!valid_category(category))
     return status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      if (category == EPPROF_CATEGORY_MEMORY)
+        return std::string(fn) + ": EPPROF_CATEGORY_MEMORY is for plugins' events; a host reports memory with "
+                                 "epprof_memory_alloc and epprof_memory_free";
       return std::string(fn) + ": unknown category " + std::to_string(int(category));
     });
   if (!core::is_interned(name))

@@ -2,14 +2,15 @@
 
 #include <simdjson.h>
 
+#include "epprof/event.h"
 #include "export/json_writer.h"
 
 namespace epprof::exporter {
 
 const char* category_name(uint8_t category) noexcept {
-  static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == 6, "one name per epprof_category");
-  return category < 6 ? kNames[category] : "Unknown";
+  static const char* const kNames[] = {"Session", "Node", "Kernel", "Api", "Memcpy", "Counter", "Memory"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_CATEGORY_COUNT_, "one name per epprof_category");
+  return category < EPPROF_CATEGORY_COUNT_ ? kNames[category] : "Unknown";
 }
 
 bool JsonTextCheck::valid(std::string_view text) {

@@ -58,10 +58,14 @@ MemoryReport build_memory_report(const Trace& t) {
       rp.run_index = run.index_in_pid;
       rp.device = t.strings.at(counter).substr(kTrackPrefix.size());
       rp.peak = c->value;
+      // The innermost node of the sample's thread running then; for a
+      // device's track (a plugin's memory), of any thread of the process.
       const Slice* at = nullptr;
-      for (const Slice& n : t.nodes)
-        if (n.pid == c->pid && n.tid == c->tid && n.ts <= c->ts && c->ts <= n.ts + n.dur && (!at || n.dur < at->dur))
-          at = &n;
+      for (int pass = 0; pass < 2 && !at; ++pass)
+        for (const Slice& n : t.nodes)
+          if (n.pid == c->pid && (pass == 1 || n.tid == c->tid) && n.ts <= c->ts && c->ts <= n.ts + n.dur &&
+              (!at || n.dur < at->dur))
+            at = &n;
       if (at) {
         rp.node = t.strings.get(at->name);
         rp.op = t.strings.get(at->op);

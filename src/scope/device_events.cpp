@@ -34,12 +34,12 @@ DeviceEvents collect_device_events(const std::vector<std::unique_ptr<abi::EpInst
         }
         tid = it->second;
       }
-      out.events.push_back(DeviceEvent{&e, p, tid});
+      (e.category == EPPROF_CATEGORY_MEMORY ? out.memory : out.events).push_back(DeviceEvent{&e, p, tid});
     }
   }
-  std::stable_sort(out.events.begin(), out.events.end(), [](const DeviceEvent& a, const DeviceEvent& b) {
-    return a.event->ts_ns < b.event->ts_ns;
-  });
+  auto by_start = [](const DeviceEvent& a, const DeviceEvent& b) { return a.event->ts_ns < b.event->ts_ns; };
+  std::stable_sort(out.events.begin(), out.events.end(), by_start);
+  std::stable_sort(out.memory.begin(), out.memory.end(), by_start);
   return out;
 }
 

@@ -22,6 +22,7 @@ struct DeviceEvent {
 struct DeviceEvents {
   std::vector<epprof_event_sink> sinks;     // one per plugin; own the events
   std::vector<DeviceEvent> events;          // every plugin's, by start time (stable)
+  std::vector<DeviceEvent> memory;          // plugins' memory events (EPPROF_CATEGORY_MEMORY), by time
   std::vector<exporter::TrackName> tracks;  // one per device track, in first-seen order
 };
 

@@ -51,20 +51,58 @@ void MemoryLedger::host_event(const core::Record& r, int64_t tid, int64_t ts_ns,
 }
 
 MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t tid, int64_t ts_ns) {
-  const uint64_t allocation_id = r.correlation_id, bytes = r.dur;
-  const uint64_t owner_id = owner(tid, ts_ns);
-  Device& d = device(r.name);
+  return apply(r.name, owner(tid, ts_ns), r.correlation_id, r.dur, r.flags & core::kRecordMemoryAlloc, r.category,
+               ts_ns);
+}
+
+bool MemoryLedger::plugin_event(const epprof_event& e, Sample* out) {
+  std::string_view kind, id_text, bytes_text, tag_text = "other";
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    if (e.keys[i] == "kind") kind = e.values[i];
+    if (e.keys[i] == "allocation_id") id_text = e.values[i];
+    if (e.keys[i] == "bytes") bytes_text = e.values[i];
+    if (e.keys[i] == "tag") tag_text = e.values[i];
+  }
+  auto decimal = [](std::string_view t, uint64_t* v) {
+    if (t.empty() || t.size() > 20) return false;
+    uint64_t n = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9' || n > (UINT64_MAX - uint64_t(c - '0')) / 10) return false;
+      n = n * 10 + uint64_t(c - '0');
+    }
+    *v = n;
+    return true;
+  };
+  static const char* const kTags[] = {"other", "output", "temporary", "initializer", "input", "arena_chunk"};
+  static_assert(sizeof(kTags) / sizeof(kTags[0]) == EPPROF_MEMORY_TAG_COUNT_, "one name per tag");
+  uint8_t tag = EPPROF_MEMORY_TAG_COUNT_;
+  for (uint8_t t = 0; t < EPPROF_MEMORY_TAG_COUNT_; ++t)
+    if (tag_text == kTags[t]) tag = t;
+  uint64_t id = 0, bytes = 0;
+  const bool alloc = kind == "alloc";
+  if ((!alloc && kind != "free") || !decimal(id_text, &id) || (alloc && (!decimal(bytes_text, &bytes) || !bytes)) ||
+      tag == EPPROF_MEMORY_TAG_COUNT_ || e.name.empty()) {
+    ++invalid_plugin_events_;
+    return false;
+  }
+  *out = apply(core::intern(e.name), e.correlation_id, id, bytes, alloc, tag, e.ts_ns);
+  return true;
+}
+
+MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id, uint64_t allocation_id,
+                                         uint64_t bytes, bool alloc, uint8_t tag, int64_t ts_ns) {
+  Device& d = device(device_name);
   const bool in_run = ts_ns <= run_end_;
   int64_t change = 0;
   bool arena = false;
-  if (r.flags & core::kRecordMemoryAlloc) {
+  if (alloc) {
     ++d.allocations;
-    arena = r.category == EPPROF_MEMORY_ARENA_CHUNK;
+    arena = tag == EPPROF_MEMORY_ARENA_CHUNK;
     change = int64_t(bytes);
-    live_[live_key(allocation_id, r.name)] = Live{bytes, r.name, r.category, in_run};
+    live_[live_key(allocation_id, device_name)] = Live{bytes, device_name, tag, in_run};
   } else {
     ++d.frees;
-    auto it = live_.find(live_key(allocation_id, r.name));
+    auto it = live_.find(live_key(allocation_id, device_name));
     if (it == live_.end()) {
       ++d.unmatched_frees;
     } else {
@@ -80,8 +118,8 @@ MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t t
     if (it != nodes_.end()) {
       Node& n = it->second;
       if (!arena) (change > 0 ? n.allocated : n.freed) += change > 0 ? change : -change;
-      if (!n.device) n.device = r.name;
-      if (n.device == r.name) {
+      if (!n.device) n.device = device_name;
+      if (n.device == device_name) {
         n.in_use_at_end = d.in_use;
         n.peak = d.peak;
         n.held = d.held;
@@ -131,6 +169,7 @@ exporter::MetaValue MemoryLedger::metadata() const {
     dev.add("unmatched_frees", num(int64_t(d.unmatched_frees)));
     dev.add("leaked_bytes", num(leak.first));
     dev.add("leaked_allocations", num(int64_t(leak.second)));
+    if (invalid_plugin_events_) dev.add("invalid_plugin_events", num(int64_t(invalid_plugin_events_)));
     out.add(d.name, std::move(dev));
   }
   return out;

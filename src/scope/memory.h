@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "abi/event.h"
 #include "core/record.h"
 #include "export/trace_sink.h"
 
@@ -43,6 +44,11 @@ class MemoryLedger {
     std::string value;
   };
   Sample memory_event(const core::Record& r, int64_t tid, int64_t ts_ns);
+
+  // A plugin's memory event (EPPROF_CATEGORY_MEMORY, epprof/event.h),
+  // owned by its correlation id. False, with nothing changed, when its
+  // args do not make one (counted: metadata invalid_plugin_events).
+  bool plugin_event(const epprof_event& e, Sample* out);
 
   // The mem_* args of a NODE event with this correlation id (appended).
   void node_args(uint64_t correlation_id, std::vector<exporter::ExtraArg>* out);
@@ -70,6 +76,8 @@ class MemoryLedger {
   };
 
   Device& device(uint32_t name);
+  Sample apply(uint32_t device_name, uint64_t owner, uint64_t allocation_id, uint64_t bytes, bool alloc,
+               uint8_t tag, int64_t ts_ns);
   // The correlation id of the innermost host event open on `tid` at ts_ns
   // (0 if none), from the events read so far: those started by then.
   uint64_t owner(int64_t tid, int64_t ts_ns);
@@ -86,6 +94,7 @@ class MemoryLedger {
   std::unordered_map<uint64_t, Node> nodes_;  // by correlation id
   uint32_t model_run_name_;
   int64_t run_end_ = INT64_MIN;  // end of the latest model_run read
+  uint64_t invalid_plugin_events_ = 0;
 };
 
 }  // namespace epprof::scope

@@ -76,7 +76,8 @@ class EndOrder {
   uint64_t run() {
     core::Merger merger(p_.recorder().finish());
     // A ledger only for a scope that recorded memory events.
-    if (p_.recorder().record_flags() & core::kRecordMemory) memory_ = std::make_unique<MemoryLedger>();
+    if ((p_.recorder().record_flags() & core::kRecordMemory) || !device_.memory.empty())
+      memory_ = std::make_unique<MemoryLedger>();
     const auto& streams = p_.recorder().streams();
     uint32_t stream = 0;
     bool stable = true;
@@ -84,6 +85,7 @@ class EndOrder {
       Pending e;
       e.tid = streams[stream]->tid;
       e.ts = conv_.to_ns(r->ts) - t0_;
+      plugin_memory_before(e.ts);
       if (r->flags & core::kRecordMemory) {  // a point in time, on its device's counter track
         write_ended_before(e.ts);
         const MemoryLedger::Sample sample = memory_->memory_event(*r, e.tid, e.ts);
@@ -106,6 +108,7 @@ class EndOrder {
       open_.push_back(std::move(e));
       std::push_heap(open_.begin(), open_.end(), later);
     }
+    plugin_memory_before(INT64_MAX);
     host_done_ = true;
     write_ended_before(INT64_MAX);
     for (uint32_t d : waiting_) write_device(d);
@@ -134,6 +137,20 @@ class EndOrder {
   static std::string_view name_of(const core::Record& r) {
     const std::string* name = core::interned(r.name);
     return name ? std::string_view(*name) : std::string_view("?");
+  }
+
+  // The plugins' memory events before `limit`, in time order, into the
+  // ledger; each is a sample of its device's memory track.
+  void plugin_memory_before(int64_t limit) {
+    while (next_memory_ < device_.memory.size()) {
+      const DeviceEvent& d = device_.memory[next_memory_];
+      if (d.event->ts_ns >= limit) return;
+      ++next_memory_;
+      MemoryLedger::Sample sample;
+      if (!memory_->plugin_event(*d.event, &sample)) continue;
+      write_ended_before(d.event->ts_ns);
+      sink_.counter(pid_, d.tid, d.event->ts_ns, sample.track, sample.value);
+    }
   }
 
   // Writes, in end order, the host and device events that end before
@@ -223,6 +240,7 @@ class EndOrder {
   std::vector<Pending> open_;  // a heap (later): host events read, not yet written
   std::vector<uint32_t> device_order_;  // device events by end
   size_t next_device_ = 0;
+  size_t next_memory_ = 0;  // into device_.memory
   std::vector<uint32_t> waiting_;  // device events whose host event was not read yet
   bool host_done_ = false;
   uint64_t read_ = 0, written_ = 0, flow_id_ = 0;

@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, HostApiInvalid,
     ::testing::Values(
         BadCreate{"null name", EPPROF_CATEGORY_KERNEL, nullptr, 0, 0, false, false, false, false, false, "name is NULL"},
-        BadCreate{"unknown category", EPPROF_CATEGORY_COUNT_, "k", 0, 0, false, false, false, false, false, "unknown category 6"},
+        BadCreate{"unknown category", EPPROF_CATEGORY_COUNT_, "k", 0, 0, false, false, false, false, false, "unknown category 7"},
         BadCreate{"negative duration", EPPROF_CATEGORY_KERNEL, "k", -5, 0, false, false, false, false, false, "negative duration"},
         BadCreate{"null keys with count", EPPROF_CATEGORY_KERNEL, "k", 0, 1, true, false, false, false, false, "NULL with num_args = 1"},
         BadCreate{"null values with count", EPPROF_CATEGORY_KERNEL, "k", 0, 1, false, true, false, false, false, "NULL with num_args = 1"},

@@ -308,6 +308,9 @@ TEST_F(ProfilerApi, BadEventArgumentsAreRejected) {
   auto r = take(epprof_event_begin(p_, epprof_category(7), n, id));
   EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
   EXPECT_NE(r.message.find("unknown category 7"), std::string::npos);
+  r = take(epprof_event_begin(p_, EPPROF_CATEGORY_MEMORY, n, id));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("epprof_memory_alloc"), std::string::npos) << r.message;
   EXPECT_EQ(take(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, 0, id)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, n, 0)).code, EPPROF_INVALID_ARGUMENT);
   EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, n, id));

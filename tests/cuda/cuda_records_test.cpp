@@ -255,6 +255,43 @@ TEST(CuptiRecords, ParsesKernelMemcpyMemsetAndExternalCorrelationStructs) {
   EXPECT_EQ(st.unattributed, 2u);  // the copy and the memset had no external id
 }
 
+TEST(CuptiRecords, MemoryRecordsBecomeMemoryEvents) {
+  RecordBatch b;
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.correlationId = 90;
+  m.address = 0x7f0000001000ull;
+  m.bytes = 65536;
+  m.timestamp = 5000;
+  m.deviceId = 2;
+  EXPECT_TRUE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&m), &b));
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  m.correlationId = 91;
+  m.timestamp = 6000;
+  EXPECT_TRUE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&m), &b));
+  ASSERT_EQ(b.memory.size(), 2u);
+  EXPECT_FALSE(b.memory[0].release);
+  EXPECT_TRUE(b.memory[1].release);
+  b.external = {{kExternalKindEpprof, 0xabc, 90}};
+
+  RecordConverter c;
+  c.add(b);
+  ConversionStats st;
+  const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, &st);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(st.memory, 2u);
+  EXPECT_EQ(st.unattributed, 0u);  // memory is not device work left unattributed
+  EXPECT_EQ(ev[0].category, EPPROF_CATEGORY_MEMORY);
+  EXPECT_EQ(ev[0].name, "cuda:2");
+  EXPECT_EQ(ev[0].correlation_id, 0xabcu);
+  EXPECT_EQ(arg(ev[0], "kind"), "alloc");
+  EXPECT_EQ(arg(ev[0], "allocation_id"), std::to_string(0x7f0000001000ull));
+  EXPECT_EQ(arg(ev[0], "bytes"), "65536");
+  EXPECT_EQ(arg(ev[1], "kind"), "free");
+  EXPECT_EQ(ev[1].correlation_id, 0u);
+}
+
 // ---- The per-thread external id stack shared by profilers ----
 
 TEST(SharedIdStack, PushesOncePerIdAndPopsWhenTheLastHolderLeaves) {
@@ -401,7 +438,10 @@ TEST_F(CudaProfiler, DeviceRecordsReachTheTraceAttributedToTheirNode) {
         b1.memcpys.push_back(MemcpyRecord{101, t + 10, t + 20, 4096, static_cast<uint8_t>(CopyKind::HtoD), 0, 1, 7});
         b1.kernels.push_back(kernel(102, t + 30, t + 60, "sgemm"));
         b1.kernels.push_back(kernel(103, t + 70, t + 80, "stray"));  // no external id
-        b2.external = {{kExternalKindEpprof, node, 102}, {kExternalKindEpprof, node, 101}};  // after their records
+        // The node's workspace, allocated and never freed: the leak line.
+        b1.memory.push_back(MemoryRecord{104, t + 5, 0x1000, 8192, false, 0, 7});
+        b2.external = {{kExternalKindEpprof, node, 102}, {kExternalKindEpprof, node, 101},
+                       {kExternalKindEpprof, node, 104}};  // after their records
         source.queued = {b1, b2};
         source.dropped = 7;
       },
@@ -440,9 +480,16 @@ TEST_F(CudaProfiler, DeviceRecordsReachTheTraceAttributedToTheirNode) {
   EXPECT_EQ(meta.count("cupti_dropped_records") ? meta.at("cupti_dropped_records") : "<missing>", "7");
   EXPECT_EQ(meta.count("unattributed_device_records") ? meta.at("unattributed_device_records") : "<missing>", "1");
   EXPECT_EQ(meta.count("kernel_records") ? meta.at("kernel_records") : "<missing>", "2");
-  EXPECT_EQ(meta.count("external_correlation_records") ? meta.at("external_correlation_records") : "<missing>", "2");
+  EXPECT_EQ(meta.count("external_correlation_records") ? meta.at("external_correlation_records") : "<missing>", "3");
+  EXPECT_EQ(meta.count("memory_records") ? meta.at("memory_records") : "<missing>", "1");
   EXPECT_EQ(meta.count("device") ? meta.at("device") : "<missing>", "fake GPU");
   EXPECT_EQ(stats.device_events, 3u);
+  // The device allocation is the node's, on cuda:0's memory track.
+  EXPECT_EQ(node->arg("mem_allocated_bytes"), "8192");
+  size_t samples = 0;
+  for (const auto& e : trace)
+    if (e.ph == "C" && e.name == "mem_in_use cuda:0") ++samples;
+  EXPECT_EQ(samples, 1u);
 }
 
 TEST_F(CudaProfiler, DroppedRecordsCountOnlyThoseOfTheScope) {

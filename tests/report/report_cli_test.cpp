@@ -266,6 +266,43 @@ TEST(ReportCli, MemoryProfilingMatchesTheOutputShapes) {
   EXPECT_GE(mem["devices"][0]["peak_bytes"].get<double>(), std::max(peaks[1], peaks[2]));
 }
 
+// A plugin reports device memory as EPPROF_CATEGORY_MEMORY events: the
+// example plugin gives each kernel a 4096-byte buffer, and with
+// EPPROF_EXAMPLE_MEMORY=leak never frees one inside a run. The leak line
+// finds exactly that buffer; without the leak it is empty.
+TEST(ReportCli, APluginsDeliberateLeakIsReported) {
+  TempDir dir;
+  for (const std::string mode : {"1", "leak"}) {
+    SCOPED_TRACE("EPPROF_EXAMPLE_MEMORY=" + mode);
+    const std::string trace = dir.file("leak_" + mode + ".json");
+    CmdResult run = run_cmd("EPPROF_EXAMPLE_MEMORY=" + mode + " " + cli() +
+                            " run --runs 2 --no-table --plugin " EPPROF_EXAMPLE_PLUGIN_PATH " --output " + trace);
+    ASSERT_EQ(run.rc, 0) << run.out;
+    ASSERT_EQ(run_cmd(cli() + " validate " + trace).rc, 0);
+    size_t nodes = 0;
+    for (const json& e : load_json(trace))
+      if (e["cat"] == "Node") {
+        // Each node's kernel buffer, allocated and freed on its device.
+        if (mode == "1") {
+          EXPECT_EQ(e["args"]["mem_allocated_bytes"], "4096") << e.dump();
+          EXPECT_EQ(e["args"]["mem_in_use_delta"], "0") << e.dump();
+        }
+        ++nodes;
+      }
+    EXPECT_GT(nodes, 0u);
+    CmdResult rep = run_cmd(cli() + " report " + trace + " --by memory --format json");
+    ASSERT_EQ(rep.rc, 0) << rep.out;
+    const json mem = json::parse(rep.out);
+    ASSERT_EQ(mem["devices"].size(), 1u) << rep.out;
+    const json& d = mem["devices"][0];
+    EXPECT_EQ(d["device"], "example:0");
+    EXPECT_EQ(d["leaked_bytes"].get<int64_t>(), mode == "leak" ? 4096 : 0);
+    EXPECT_EQ(d["leaked_allocations"].get<int64_t>(), mode == "leak" ? 1 : 0);
+    EXPECT_EQ(d["end_bytes"].get<int64_t>(), mode == "leak" ? 4096 : 0);
+    EXPECT_GE(d["peak_bytes"].get<int64_t>(), 4096);
+  }
+}
+
 TEST(ReportCli, OnnxRuntimeProfileIsReportedCorrectly) {
   const std::string path = std::string(EPPROF_REPORT_DATA_DIR) + "/ort_profile.json";
   CmdResult rep = run_cmd(cli() + " report " + path + " --format json");
