@@ -26,13 +26,14 @@ void unlisten(epprof_profiler_t profiler) noexcept {
     }
 }
 
-Owners report_allocated(const void* p, size_t bytes) noexcept {
+Owners report_allocated(const void* p, size_t bytes, bool temporary) noexcept {
   Owners owners;
   const Listeners& t = t_listeners;
   for (int i = 0; i < t.n; ++i) {
     const Listener& l = t.l[i];
     epprof_status* st = epprof_memory_alloc(l.profiler, uint64_t(uintptr_t(p)), bytes, l.device,
-                                            l.tag->load(std::memory_order_relaxed));
+                                            temporary ? EPPROF_MEMORY_TEMPORARY
+                                                      : l.tag->load(std::memory_order_relaxed));
     if (st) {
       epprof_status_release(st);
       continue;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 
 #include "epprof/profiler.h"
 
@@ -36,7 +37,29 @@ struct Owners {
 void listen(const Listener& l) noexcept;
 void unlisten(epprof_profiler_t profiler) noexcept;
 
-Owners report_allocated(const void* p, size_t bytes) noexcept;
+// `temporary`: scratch a kernel frees before it returns (im2col columns);
+// else tagged as the listener's session is (initializer, output).
+Owners report_allocated(const void* p, size_t bytes, bool temporary = false) noexcept;
 void report_freed(const Owners& owners, const void* p) noexcept;
+
+// A kernel's scratch buffer of n uninitialised T, reported as temporary
+// memory while it lives.
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) : p_(n ? new T[n] : nullptr) {
+    if (p_) owners_ = report_allocated(p_.get(), n * sizeof(T), true);
+  }
+  ~Scratch() {
+    if (p_) report_freed(owners_, p_.get());
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<T[]> p_;
+  Owners owners_;
+};
 
 }  // namespace epprof::rt::memory

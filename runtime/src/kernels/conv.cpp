@@ -196,7 +196,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   const int64_t tile_rows =
       pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
   // Uninitialised: im2col_rows writes every element of a tile.
-  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * tile_rows * OW)]);
+  const memory::Scratch<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * tile_rows * OW));
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t g = 0; g < cs.group; ++g) {
       const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();

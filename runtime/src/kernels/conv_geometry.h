@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/common.h"
+#include "memory_hooks.h"
 
 namespace epprof::rt::kernels {
 
@@ -119,7 +120,7 @@ void conv_by_gemm(const T* x, const T* wt, const ConvShape& cs, T* y, Gemm gemm)
   const bool pointwise = is_pointwise(cs.w);
   // Left uninitialised (im2col writes every element): zeroing it would be a
   // pass over a buffer that can be many times the output's size.
-  const std::unique_ptr<T[]> col(pointwise ? nullptr : new T[static_cast<size_t>(cs.K * cs.P)]);
+  const memory::Scratch<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * cs.P));
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t g = 0; g < cs.group; ++g) {
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
