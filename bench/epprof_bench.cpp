@@ -456,6 +456,25 @@ std::unique_ptr<core::Recorder> make_recorder(uint32_t streams, uint64_t per_str
   return rec;
 }
 
+// Recorder::finish() + k-way merge + every host event into `sink`: what
+// scope::write_trace does for host events, 1 ns per tick. Returns the
+// events written.
+uint64_t drain(core::Recorder& rec, exporter::TraceSink& sink) {
+  const core::TickConverter conv(core::ClockPair{0, 0}, 1.0);
+  const int64_t pid = getpid();
+  core::Merger merger(rec.finish());
+  const auto& ss = rec.streams();
+  uint32_t stream = 0;
+  uint64_t written = 0;
+  while (const core::Record* r = merger.next(&stream)) {
+    const std::string* name = core::interned(r->name);
+    sink.host_event({r->category, name ? std::string_view(*name) : std::string_view("?"), pid, ss[stream]->tid,
+                     conv.to_ns(r->ts), conv.duration_ns(r->dur), r->correlation_id, r});
+    ++written;
+  }
+  return written;
+}
+
 // ---------------------------------------------------------------------------
 // 3. Export of 1M events to JSON.
 
@@ -478,9 +497,6 @@ void BM_export_json(benchmark::State& state) {
       state.SkipWithError("cannot open the export file in /tmp");
       break;
     }
-    const core::TickConverter conv(core::ClockPair{0, 0}, 1.0);
-    const int64_t pid = getpid();
-
     const auto t = Clock::now();
     const double c0 = process_cpu_s();
     uint64_t written = 0;
@@ -488,16 +504,7 @@ void BM_export_json(benchmark::State& state) {
     bool ok;
     {
       exporter::ChromeTraceSink sink(fd, false);
-      core::Merger merger(rec->finish());
-      const auto& ss = rec->streams();
-      uint32_t stream = 0;
-      while (const core::Record* r = merger.next(&stream)) {
-        const std::string* name = core::interned(r->name);
-        sink.host_event({r->category, name ? std::string_view(*name) : std::string_view("?"), pid,
-                         ss[stream]->tid, conv.to_ns(r->ts), conv.duration_ns(r->dur),
-                         r->correlation_id, r});
-        ++written;
-      }
+      written = drain(*rec, sink);
       ok = sink.finish(&error);
     }
     const double secs = seconds_since(t);
@@ -540,25 +547,13 @@ void BM_export_sqlite(benchmark::State& state) {
       state.SkipWithError(("cannot create the database in /tmp: " + error).c_str());
       break;
     }
-    const core::TickConverter conv(core::ClockPair{0, 0}, 1.0);
-    const int64_t pid = getpid();
-
     const auto t = Clock::now();
     const double c0 = process_cpu_s();
     uint64_t written = 0;
     bool ok;
     {
       exporter::SqliteTraceSink sink(*file);
-      core::Merger merger(rec->finish());
-      const auto& ss = rec->streams();
-      uint32_t stream = 0;
-      while (const core::Record* r = merger.next(&stream)) {
-        const std::string* name = core::interned(r->name);
-        sink.host_event({r->category, name ? std::string_view(*name) : std::string_view("?"), pid,
-                         ss[stream]->tid, conv.to_ns(r->ts), conv.duration_ns(r->dur),
-                         r->correlation_id, r});
-        ++written;
-      }
+      written = drain(*rec, sink);
       ok = sink.finish(&error) && file->commit(&error);
     }
     const double secs = seconds_since(t);

@@ -132,6 +132,13 @@ void write_csv(const Table& t, const std::string& table_name, std::string* out) 
   }
 }
 
+void write_csv_tables(const std::vector<Table>& tables, const char* const* names, std::string* out) {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (i) *out += "\n";
+    write_csv(tables[i], names[i], out);
+  }
+}
+
 void write_report(const Report& r, Format f, std::string* out) {
   const std::vector<Table> tables = report_tables(r);
   static const char* const kNames[] = {"by", "nodes", "counters"};
@@ -155,10 +162,7 @@ void write_report(const Report& r, Format f, std::string* out) {
     return;
   }
   if (f == Format::kCsv) {
-    for (size_t i = 0; i < tables.size(); ++i) {
-      if (i) *out += "\n";
-      write_csv(tables[i], kNames[i], out);
-    }
+    write_csv_tables(tables, kNames, out);
     return;
   }
   // JSON: numbers as numbers, µs.

@@ -28,6 +28,8 @@ std::string fixed(double v, int decimals);    // "%.*f"
 void write_text_table(const Table& t, std::string* out);
 // One CSV block: a header line, then one line per row led by `table_name`.
 void write_csv(const Table& t, const std::string& table_name, std::string* out);
+// Every table as a CSV block, blank lines between; names[i] names tables[i].
+void write_csv_tables(const std::vector<Table>& tables, const char* const* names, std::string* out);
 
 // The tables of a report: the --by table, host vs device per node, counters.
 std::vector<Table> report_tables(const Report& r);

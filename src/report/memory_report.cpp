@@ -157,10 +157,7 @@ void write_memory_report(const MemoryReport& r, const std::string& source, Forma
     return;
   }
   if (f == Format::kCsv) {
-    for (size_t i = 0; i < tables.size(); ++i) {
-      if (i) *out += "\n";
-      write_csv(tables[i], kNames[i], out);
-    }
+    write_csv_tables(tables, kNames, out);
     return;
   }
   // JSON: every table as an array of objects, numbers as numbers.
