@@ -39,9 +39,11 @@ void MemoryLedger::host_event(const core::Record& r, int64_t tid, int64_t ts_ns,
   if (r.category == EPPROF_CATEGORY_SESSION && r.name == model_run_name_) run_end_ = std::max(run_end_, end_ns);
   if (r.category != EPPROF_CATEGORY_NODE) return;
   // A node's args describe its device when it allocates, else the first
-  // device: its state when the node started stands for both ends.
-  Node& n = nodes_[r.correlation_id];
-  if (!devices_.empty()) {
+  // device: its state when the node started stands for both ends. (The
+  // entry may exist already: a plugin's event that came a little early.)
+  auto [it, fresh] = nodes_.try_emplace(r.correlation_id);
+  Node& n = it->second;
+  if (fresh && !devices_.empty()) {
     const Device& d = devices_.at(first_device_);
     n.start_in_use = d.in_use;
     n.start_held = d.held;
@@ -51,8 +53,8 @@ void MemoryLedger::host_event(const core::Record& r, int64_t tid, int64_t ts_ns,
 }
 
 MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t tid, int64_t ts_ns) {
-  return apply(r.name, owner(tid, ts_ns), r.correlation_id, r.dur, r.flags & core::kRecordMemoryAlloc, r.category,
-               ts_ns);
+  return apply(r.name, owner(tid, ts_ns), false, r.correlation_id, r.dur, r.flags & core::kRecordMemoryAlloc,
+               r.category, ts_ns);
 }
 
 bool MemoryLedger::plugin_event(const epprof_event& e, Sample* out) {
@@ -85,12 +87,13 @@ bool MemoryLedger::plugin_event(const epprof_event& e, Sample* out) {
     ++invalid_plugin_events_;
     return false;
   }
-  *out = apply(core::intern(e.name), e.correlation_id, id, bytes, alloc, tag, e.ts_ns);
+  *out = apply(core::intern(e.name), e.correlation_id, true, id, bytes, alloc, tag, e.ts_ns);
   return true;
 }
 
-MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id, uint64_t allocation_id,
-                                         uint64_t bytes, bool alloc, uint8_t tag, int64_t ts_ns) {
+MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id, bool owner_is_explicit,
+                                         uint64_t allocation_id, uint64_t bytes, bool alloc, uint8_t tag,
+                                         int64_t ts_ns) {
   Device& d = device(device_name);
   const bool in_run = ts_ns <= run_end_;
   int64_t change = 0;
@@ -115,6 +118,9 @@ MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id
   d.peak = std::max(d.peak, d.in_use);
   if (owner_id) {
     auto it = nodes_.find(owner_id);
+    // A plugin names its owner; a device clock running a little early can
+    // put the event before its node starts: keep it for the node.
+    if (it == nodes_.end() && owner_is_explicit) it = nodes_.emplace(owner_id, Node{}).first;
     if (it != nodes_.end()) {
       Node& n = it->second;
       if (!arena) (change > 0 ? n.allocated : n.freed) += change > 0 ? change : -change;

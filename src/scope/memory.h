@@ -76,8 +76,10 @@ class MemoryLedger {
   };
 
   Device& device(uint32_t name);
-  Sample apply(uint32_t device_name, uint64_t owner, uint64_t allocation_id, uint64_t bytes, bool alloc,
-               uint8_t tag, int64_t ts_ns);
+  // `owner_is_explicit`: a plugin named the owner (its correlation id),
+  // rather than the thread's open events.
+  Sample apply(uint32_t device_name, uint64_t owner, bool owner_is_explicit, uint64_t allocation_id, uint64_t bytes,
+               bool alloc, uint8_t tag, int64_t ts_ns);
   // The correlation id of the innermost host event open on `tid` at ts_ns
   // (0 if none), from the events read so far: those started by then.
   uint64_t owner(int64_t tid, int64_t ts_ns);
