@@ -51,13 +51,6 @@ struct Interval {
   bool integer;
 };
 
-// Where an event is: its position, and its byte offset in a JSON file or
-// its row id in a database (the process-wide flag is set by the first event
-// of the one trace a validation reads).
-thread_local bool g_rows = false;
-std::string where(uint64_t index, uint64_t offset) {
-  return "event #" + std::to_string(index) + (g_rows ? " (row id " : " (byte ") + std::to_string(offset) + ")";
-}
 
 bool is_integer_text(std::string_view s) { return s.find_first_of(".eE") == std::string_view::npos; }
 
@@ -71,7 +64,7 @@ class Validator {
   }
 
   bool on_event(const Event& e) {
-    g_rows = e.from_database;
+    rows_ = e.from_database;
     const std::string at = where(e.index, e.offset);
     for (auto [has, field] : {std::pair{e.has_cat, "cat"}, {e.has_name, "name"}, {e.has_ph, "ph"}})
       if (!has) add("required-field", at + ": missing \"" + field + "\"");
@@ -248,6 +241,13 @@ class Validator {
   ValidateResult r_;
 
  private:
+  // Where an event is: its position, and its byte offset in a JSON file or
+  // its row id in a database.
+  std::string where(uint64_t index, uint64_t offset) const {
+    return "event #" + std::to_string(index) + (rows_ ? " (row id " : " (byte ") + std::to_string(offset) + ")";
+  }
+  bool rows_ = false;  // the trace is a database (Event::from_database)
+
   // Slices of one track must nest: a slice that starts inside another and
   // ends after it is drawn wrongly by every viewer. Sorted by start (the
   // longer first on a tie), each slice is checked against the innermost
