@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "report/reader.h"
+#include "tracedb/run_lookup.h"
 
 namespace epprof::report {
 
@@ -195,32 +196,6 @@ class Loader {
   std::vector<PendingCounter> pending_counters_;
 };
 
-// Index of the run (same pid) whose interval holds ts, or -1.
-class RunIndex {
- public:
-  explicit RunIndex(const std::vector<Run>& runs) : runs_(runs) {
-    for (size_t i = 0; i < runs.size(); ++i) by_pid_[runs[i].slice.pid].push_back(int32_t(i));
-  }
-  int32_t find(int64_t pid, double ts) const {
-    auto it = by_pid_.find(pid);
-    if (it == by_pid_.end()) return -1;
-    const auto& v = it->second;  // sorted by start time
-    auto pos = std::upper_bound(v.begin(), v.end(), ts,
-                                [&](double t, int32_t r) { return t < runs_[size_t(r)].slice.ts; });
-    // Runs of one process may overlap (several threads): look back a little.
-    for (int back = 0; pos != v.begin() && back < 8; ++back) {
-      --pos;
-      const Slice& s = runs_[size_t(*pos)].slice;
-      if (ts <= s.ts + s.dur + 1e-3) return *pos;
-    }
-    return -1;
-  }
-
- private:
-  const std::vector<Run>& runs_;
-  std::map<int64_t, std::vector<int32_t>> by_pid_;
-};
-
 void Loader::finish() {
   std::stable_sort(t_.runs.begin(), t_.runs.end(), [](const Run& a, const Run& b) {
     return a.slice.pid != b.slice.pid ? a.slice.pid < b.slice.pid : a.slice.ts < b.slice.ts;
@@ -235,13 +210,21 @@ void Loader::finish() {
     }
     r.measured = r.index_in_pid >= skip && (o_.max_runs < 0 || r.index_in_pid < skip + o_.max_runs);
   }
-  RunIndex runs(t_.runs);
+  // The run (same pid) whose interval holds a moment, or -1; the end is
+  // widened by 1 ns for times written in µs with three decimals.
+  tracedb::RunLookup<double, int32_t> run_lookup;
+  for (size_t i = 0; i < t_.runs.size(); ++i) {
+    const Slice& s = t_.runs[i].slice;
+    run_lookup.add(s.pid, {int32_t(i), s.ts, s.ts + s.dur});
+  }
+  run_lookup.sort();
+  auto run_of = [&](int64_t pid, double ts) { return run_lookup.find(pid, ts, 1e-3, -1); };
   std::unordered_map<uint64_t, int32_t> by_corr;  // (pid, corr) folded
   std::map<std::pair<int64_t, uint32_t>, std::vector<int32_t>> by_name;
   auto key = [](int64_t pid, uint64_t corr) { return corr * 1000003u ^ uint64_t(pid); };
   for (size_t i = 0; i < t_.nodes.size(); ++i) {
     Slice& n = t_.nodes[i];
-    n.run = runs.find(n.pid, n.ts);
+    n.run = run_of(n.pid, n.ts);
     if (n.corr) by_corr[key(n.pid, n.corr)] = int32_t(i);
     by_name[{n.pid, n.name}].push_back(int32_t(i));  // in file order, which is time order per thread
   }
@@ -279,7 +262,7 @@ void Loader::finish() {
       d.run = t_.nodes[size_t(d.node)].run;
       if (d.op == kNoString) d.op = t_.nodes[size_t(d.node)].op;
     } else {
-      d.run = runs.find(d.pid, d.ts);
+      d.run = run_of(d.pid, d.ts);
       ++t_.unattributed_devices;
     }
   }

@@ -4,13 +4,6 @@
 #include "epprof/profiler.h"
 
 namespace epprof::scope {
-namespace {
-
-uint64_t live_key(uint64_t allocation_id, uint32_t device) {
-  return allocation_id * 0x9E3779B97F4A7C15ull ^ device;
-}
-
-}  // namespace
 
 MemoryLedger::MemoryLedger() : model_run_name_(core::intern("model_run")) {}
 
@@ -49,7 +42,6 @@ void MemoryLedger::host_event(const core::Record& r, int64_t tid, int64_t ts_ns,
     n.start_held = d.held;
     n.start_peak = d.peak;
   }
-  (void)ts_ns;
 }
 
 MemoryLedger::Sample MemoryLedger::memory_event(const core::Record& r, int64_t tid, int64_t ts_ns) {
@@ -102,10 +94,10 @@ MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id
     ++d.allocations;
     arena = tag == EPPROF_MEMORY_ARENA_CHUNK;
     change = int64_t(bytes);
-    live_[live_key(allocation_id, device_name)] = Live{bytes, device_name, tag, in_run};
+    live_[LiveKey{allocation_id, device_name}] = Live{bytes, device_name, tag, in_run};
   } else {
     ++d.frees;
-    auto it = live_.find(live_key(allocation_id, device_name));
+    auto it = live_.find(LiveKey{allocation_id, device_name});
     if (it == live_.end()) {
       ++d.unmatched_frees;
     } else {

@@ -92,7 +92,19 @@ class MemoryLedger {
 
   std::map<uint32_t, Device> devices_;
   uint32_t first_device_ = 0;
-  std::unordered_map<uint64_t, Live> live_;  // (allocation id, device) folded
+  // Live allocations by (allocation id, device): ids are the host's or a
+  // plugin's, unique per device only.
+  struct LiveKey {
+    uint64_t allocation_id;
+    uint32_t device;
+    bool operator==(const LiveKey& o) const { return allocation_id == o.allocation_id && device == o.device; }
+  };
+  struct LiveHash {
+    size_t operator()(const LiveKey& k) const {
+      return std::hash<uint64_t>()(k.allocation_id * 0x9E3779B97F4A7C15ull ^ k.device);
+    }
+  };
+  std::unordered_map<LiveKey, Live, LiveHash> live_;
   std::unordered_map<uint64_t, Node> nodes_;  // by correlation id
   uint32_t model_run_name_;
   int64_t run_end_ = INT64_MIN;  // end of the latest model_run read

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 
+#include "tracedb/run_lookup.h"
 #include "tracedb/schema.h"
 
 namespace epprof::tracedb {
@@ -23,36 +24,6 @@ bool canonical_index(std::string_view v, int64_t* out) {
   *out = n;
   return true;
 }
-
-// Index of the run (same pid) whose interval holds ts, as the report finds
-// it: the latest run started at or before ts that has not ended, looking
-// back a few runs for overlapping ones (several threads running).
-class RunLookup {
- public:
-  struct Run {
-    int64_t id, ts_ns, end_ns;
-  };
-  void add(int64_t pid, const Run& r) { by_pid_[pid].push_back(r); }
-  void sort() {
-    for (auto& [pid, v] : by_pid_)
-      std::stable_sort(v.begin(), v.end(), [](const Run& a, const Run& b) { return a.ts_ns < b.ts_ns; });
-  }
-  const std::map<int64_t, std::vector<Run>>& by_pid() const { return by_pid_; }
-  int64_t find(int64_t pid, int64_t ts_ns) const {
-    auto it = by_pid_.find(pid);
-    if (it == by_pid_.end()) return 0;
-    const auto& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), ts_ns, [](int64_t t, const Run& r) { return t < r.ts_ns; });
-    for (int back = 0; pos != v.begin() && back < 8; ++back) {
-      --pos;
-      if (ts_ns <= pos->end_ns) return pos->id;
-    }
-    return 0;
-  }
-
- private:
-  std::map<int64_t, std::vector<Run>> by_pid_;
-};
 
 }  // namespace
 
@@ -244,7 +215,6 @@ int64_t Writer::track(int64_t pid, int64_t tid, TrackKind kind) {
   } else {
     id = int64_t(tracks_.size()) + 1;
     tracks_.emplace(key, id);
-    track_pid_.emplace(id, pid);
     if (error_.empty()) {
       sqlite3_bind_int64(insert_track_, 1, id);
       sqlite3_bind_int64(insert_track_, 2, pid);
@@ -400,6 +370,18 @@ void Writer::other_event(int64_t pid, std::string_view json) {
   step(insert_other_);
 }
 
+bool Writer::set_column(const char* update, const std::vector<std::pair<int64_t, int64_t>>& rows) {
+  sqlite3_stmt* u = prepare(update);
+  for (const auto& [id, value] : rows) {
+    if (!u) break;
+    sqlite3_bind_int64(u, 1, id);
+    sqlite3_bind_int64(u, 2, value);
+    step(u);
+  }
+  sqlite3_finalize(u);
+  return error_.empty();
+}
+
 // device_events.host_event_id: the first host event of the same process
 // with the device event's correlation id (the one attribution linked).
 bool Writer::attribute_devices() {
@@ -429,16 +411,10 @@ bool Writer::attribute_devices() {
     if (wanted.count(k)) host.emplace(k, sqlite3_column_int64(q, 0));
   }
   sqlite3_finalize(q);
-  sqlite3_stmt* u = prepare("UPDATE device_events SET host_event_id = ?2 WHERE id = ?1");
-  for (const Device& d : devices) {
-    auto it = host.find(d.key);
-    if (it == host.end() || !u) continue;
-    sqlite3_bind_int64(u, 1, d.id);
-    sqlite3_bind_int64(u, 2, it->second);
-    step(u);
-  }
-  sqlite3_finalize(u);
-  return error_.empty();
+  std::vector<std::pair<int64_t, int64_t>> links;  // (device event id, host event id)
+  for (const Device& d : devices)
+    if (auto it = host.find(d.key); it != host.end()) links.emplace_back(d.id, it->second);
+  return set_column("UPDATE device_events SET host_event_id = ?2 WHERE id = ?1", links);
 }
 
 // The runs table (each process's model_run events in time order, those
@@ -447,7 +423,7 @@ bool Writer::attribute_devices() {
 // host event, that event's run.
 bool Writer::derive_runs() {
   if (runs_.empty()) return true;
-  RunLookup lookup;
+  RunLookup<int64_t, int64_t> lookup;
   for (const RunSeen& r : runs_) lookup.add(r.pid, {r.id, r.ts_ns, r.ts_ns + r.dur_ns});
   lookup.sort();
   sqlite3_stmt* ins = prepare(
@@ -459,8 +435,8 @@ bool Writer::derive_runs() {
       sqlite3_bind_int64(ins, 2, pid);
       sqlite3_bind_int64(ins, 3, int64_t(i));
       sqlite3_bind_int(ins, 4, int64_t(i) >= warmup ? 1 : 0);
-      sqlite3_bind_int64(ins, 5, v[i].ts_ns);
-      sqlite3_bind_int64(ins, 6, v[i].end_ns - v[i].ts_ns);
+      sqlite3_bind_int64(ins, 5, v[i].start);
+      sqlite3_bind_int64(ins, 6, v[i].end - v[i].start);
       step(ins);
     }
   }
@@ -469,18 +445,11 @@ bool Writer::derive_runs() {
   std::vector<std::pair<int64_t, int64_t>> host_runs;  // (event id, run), by id
   sqlite3_stmt* q = prepare("SELECT h.id, t.pid, h.ts_ns FROM host_events h JOIN tracks t ON t.id = h.track ORDER BY h.id");
   while (q && sqlite3_step(q) == SQLITE_ROW) {
-    const int64_t run = lookup.find(sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2));
+    const int64_t run = lookup.find(sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2), 0, 0);
     if (run) host_runs.emplace_back(sqlite3_column_int64(q, 0), run);
   }
   sqlite3_finalize(q);
-  sqlite3_stmt* u = prepare("UPDATE host_events SET run = ?2 WHERE id = ?1");
-  for (const auto& [id, run] : host_runs) {
-    if (!u) break;
-    sqlite3_bind_int64(u, 1, id);
-    sqlite3_bind_int64(u, 2, run);
-    step(u);
-  }
-  sqlite3_finalize(u);
+  set_column("UPDATE host_events SET run = ?2 WHERE id = ?1", host_runs);
 
   std::vector<std::pair<int64_t, int64_t>> device_runs;
   q = prepare(
@@ -492,20 +461,12 @@ bool Writer::derive_runs() {
       auto it = std::lower_bound(host_runs.begin(), host_runs.end(), std::make_pair(host, INT64_MIN));
       if (it != host_runs.end() && it->first == host) run = it->second;
     } else {
-      run = lookup.find(sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2));
+      run = lookup.find(sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2), 0, 0);
     }
     if (run) device_runs.emplace_back(sqlite3_column_int64(q, 0), run);
   }
   sqlite3_finalize(q);
-  u = prepare("UPDATE device_events SET run = ?2 WHERE id = ?1");
-  for (const auto& [id, run] : device_runs) {
-    if (!u) break;
-    sqlite3_bind_int64(u, 1, id);
-    sqlite3_bind_int64(u, 2, run);
-    step(u);
-  }
-  sqlite3_finalize(u);
-  return error_.empty();
+  return set_column("UPDATE device_events SET run = ?2 WHERE id = ?1", device_runs);
 }
 
 bool Writer::create_indexes() {

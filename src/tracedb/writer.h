@@ -94,6 +94,8 @@ class Writer {
   void insert_args(int64_t id, const ArgIn* args, size_t n, bool host, int64_t* op, int64_t* provider,
                    int64_t* node_index);
   bool derive_runs();
+  // Runs `update` ("UPDATE t SET c = ?2 WHERE id = ?1") for each (id, value).
+  bool set_column(const char* update, const std::vector<std::pair<int64_t, int64_t>>& rows);
   bool create_indexes();
   bool attribute_devices();
 
@@ -112,7 +114,6 @@ class Writer {
     size_t operator()(const TrackKey& k) const { return std::hash<int64_t>()(k.pid * 1000003 ^ k.tid); }
   };
   std::unordered_map<TrackKey, int64_t, TrackHash> tracks_;
-  std::unordered_map<int64_t, int64_t> track_pid_;  // track id -> pid
   TrackKey last_track_key_{INT64_MIN, INT64_MIN};
   int64_t last_track_ = 0;
 
