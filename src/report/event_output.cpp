@@ -22,8 +22,6 @@ std::string micros(double us) {
   return s;
 }
 
-bool arg_int(const Arg& a, int64_t* v) { return arg_as_int(a, v); }
-
 void args_json(const Event& e, const std::map<std::string, std::string>* replace, const std::string& exact_dur,
                std::string* out) {
   *out += '{';
@@ -172,13 +170,13 @@ class DatabaseOutput final : public EventOutput {
     row.dur_ns = dur;
     for (const Arg& a : e.args) {
       int64_t v;
-      if (a.key == tracedb::kCorrelationKey && !row.has_correlation && arg_int(a, &v) && v >= 0) {
+      if (a.key == tracedb::kCorrelationKey && !row.has_correlation && arg_as_int(a, &v) && v >= 0) {
         row.has_correlation = true;
         row.correlation_id = uint64_t(v);
         continue;
       }
       // An integer-µs trace's exact length of a sub-µs slice.
-      if (a.key == "dur_ns" && arg_int(a, &v) && exporter::needs_exact_dur(v) && dur <= 1000) {
+      if (a.key == "dur_ns" && arg_as_int(a, &v) && exporter::needs_exact_dur(v) && dur <= 1000) {
         row.dur_ns = v;
         continue;
       }
