@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include "memory_hooks.h"
 #include "shape_epochs.h"
 
 #include <condition_variable>
@@ -125,6 +126,7 @@ class ParallelExecutor final : public Executor {
     std::vector<Tensor>& values;
     const Observers& obs;
     RunContext run;
+    const memory::Listeners listeners = memory::current();  // the run's thread's, lent to the pool
     Releaser rel;
     std::vector<std::atomic<int>> pending;
     std::atomic<bool> failed{false};
@@ -140,6 +142,7 @@ class ParallelExecutor final : public Executor {
 
   void run_one(const std::shared_ptr<RunState>& st, size_t i) {
     const NodePlan& np = st->plan.nodes[i];
+    const memory::Borrow as_the_run(st->listeners);
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
         run_node(st->plan, i, st->values, st->obs, st->run);

@@ -3,10 +3,7 @@
 namespace epprof::rt::memory {
 namespace {
 
-struct Listeners {
-  Listener l[Owners::kMax] = {};
-  int n = 0;
-};
+static_assert(sizeof(Listeners::l) / sizeof(Listener) == Owners::kMax, "an owner per listener");
 thread_local Listeners t_listeners;
 
 }  // namespace
@@ -24,6 +21,20 @@ void unlisten(epprof_profiler_t profiler) noexcept {
       --t.n;
       return;
     }
+}
+
+Listeners current() noexcept { return t_listeners; }
+
+Borrow::Borrow(const Listeners& lent) noexcept {
+  Listeners& t = t_listeners;
+  if (lent.n == 0 && t.n == 0) return;  // no one listens: the usual case costs a load
+  own_ = t;
+  t = lent;
+  swapped_ = true;
+}
+
+Borrow::~Borrow() {
+  if (swapped_) t_listeners = own_;
 }
 
 Owners report_allocated(const void* p, size_t bytes, bool temporary) noexcept {

@@ -23,6 +23,12 @@ struct Listener {
   const std::atomic<epprof_memory_tag>* tag;  // what the listener's session is doing
 };
 
+// A thread's listeners.
+struct Listeners {
+  Listener l[4] = {};
+  int n = 0;
+};
+
 // The profilers that heard an allocation, for its free.
 struct Owners {
   static constexpr int kMax = 4;
@@ -37,17 +43,34 @@ struct Owners {
 void listen(const Listener& l) noexcept;
 void unlisten(epprof_profiler_t profiler) noexcept;
 
+// The calling thread's listeners, to lend to the threads that work for it.
+Listeners current() noexcept;
+
+// For its lifetime, the calling thread (a pool thread running one node of a
+// run) listens as the run's thread does, instead of as itself.
+class Borrow {
+ public:
+  explicit Borrow(const Listeners& lent) noexcept;
+  ~Borrow();
+  Borrow(const Borrow&) = delete;
+  Borrow& operator=(const Borrow&) = delete;
+
+ private:
+  Listeners own_;
+  bool swapped_ = false;
+};
+
 // `temporary`: scratch a kernel frees before it returns (im2col columns);
 // else tagged as the listener's session is (initializer, output).
 Owners report_allocated(const void* p, size_t bytes, bool temporary = false) noexcept;
 void report_freed(const Owners& owners, const void* p) noexcept;
 
-// A kernel's scratch buffer of n uninitialised T, reported as temporary
-// memory while it lives.
+// A kernel's scratch buffer of n T (uninitialised unless `zeroed`),
+// reported as temporary memory while it lives.
 template <typename T>
 class Scratch {
  public:
-  explicit Scratch(size_t n) : p_(n ? new T[n] : nullptr) {
+  explicit Scratch(size_t n, bool zeroed = false) : p_(n ? zeroed ? new T[n]() : new T[n] : nullptr) {
     if (p_) owners_ = report_allocated(p_.get(), n * sizeof(T), true);
   }
   ~Scratch() {
@@ -56,6 +79,7 @@ class Scratch {
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   T* get() const { return p_.get(); }
+  T& operator[](size_t i) const { return p_[i]; }
 
  private:
   std::unique_ptr<T[]> p_;

@@ -140,7 +140,7 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   const int64_t Wp = (Wpad + s - 1) / s;                  // phase row length
   const bool direct = s == 1 && pl == 0 && Wpad <= W;
   const int64_t row_stride = direct ? W : s * Wp;  // from one input row's (phase) rows to the next's
-  std::vector<T> padded(direct || OW == 0 ? 0 : static_cast<size_t>(H * s * Wp));
+  const memory::Scratch<T> padded(direct || OW == 0 ? 0 : static_cast<size_t>(H * s * Wp), /*zeroed=*/true);
   std::vector<int64_t> start(static_cast<size_t>(KW));  // tap kw: r * Wp + q, or kw * d when direct
   for (int64_t kw = 0; kw < KW; ++kw)
     start[static_cast<size_t>(kw)] = direct ? kw * d : (kw * d) % s * Wp + (kw * d) / s;
@@ -148,11 +148,11 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   for (int64_t n = 0; n < cs.N; ++n)
     for (int64_t m = 0; m < cs.M; ++m) {
       const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
-      if (!padded.empty() && m % cs.Mg == 0)  // a new input plane
+      if (padded.get() && m % cs.Mg == 0)  // a new input plane
         for (int64_t ih = 0; ih < H; ++ih)
           for (int64_t r = 0; r < s; ++r) {
             // Position j holds input column j*s + r - pl: inside for j in [lo, hi).
-            T* ph = padded.data() + (ih * s + r) * Wp;
+            T* ph = padded.get() + (ih * s + r) * Wp;
             const T* src = xc + ih * W;
             int64_t lo, hi;
             taps_inside(r - pl, s, W, Wp, lo, hi);
@@ -160,7 +160,7 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
             for (int64_t j = lo; j < hi; ++j) ph[j] = src[j * s + r - pl];
             std::fill(ph + hi, ph + Wp, T{});
           }
-      const T* base = direct ? xc : padded.data();
+      const T* base = direct ? xc : padded.get();
       const T* wm = wt + m * KH * KW;
       T* ym = y + (n * cs.M + m) * OH * OW;
       for (int64_t oh = 0; oh < OH; ++oh) {

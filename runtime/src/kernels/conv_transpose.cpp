@@ -123,16 +123,16 @@ std::unique_ptr<Kernel> make_conv_transpose(const Node& node) {
     Tensor out(DataType::Float, out_shape);
     float* y = out.mutable_data<float>();
     const int64_t P = w.in_size(), Kc = Mg * w.k_size(), Q = w.out_size();
-    std::vector<float> col(static_cast<size_t>(Kc * P));
+    const memory::Scratch<float> col(static_cast<size_t>(Kc * P));  // each gemm writes it whole
     if (P > 0 && Kc > 0 && Cg > 0)
       for (int64_t n = 0; n < N; ++n)
         for (int64_t g = 0; g < group; ++g) {
           // col[Mg*K, P] = W_g^T * X_g, W_g being Cg x (Mg*K)
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(Kc), static_cast<blasint>(P),
                       static_cast<blasint>(Cg), 1.0f, wt.data<float>() + g * Cg * Kc, static_cast<blasint>(Kc),
-                      x.data<float>() + (n * C + g * Cg) * P, static_cast<blasint>(P), 0.0f, col.data(),
+                      x.data<float>() + (n * C + g * Cg) * P, static_cast<blasint>(P), 0.0f, col.get(),
                       static_cast<blasint>(P));
-          col2im(col.data(), Mg, w, y + (n * M + g * Mg) * Q);
+          col2im(col.get(), Mg, w, y + (n * M + g * Mg) * Q);
         }
     if (bias)
       for (int64_t n = 0; n < N; ++n)

@@ -17,6 +17,7 @@
 #include "kernels/common.h"
 #include "kernels/matmul_util.h"
 #include "kernels/vector_math.h"
+#include "memory_hooks.h"
 
 namespace epprof::rt::kernels {
 
@@ -242,7 +243,8 @@ void run_recurrent(const Config& c, KernelContext& ctx) {
   // GRU's default candidate needs (r (.) H_{t-1}) * Rh^T, so its step GEMM covers only z and r.
   const bool gru_split = gru && !c.linear_before_reset;
   const int64_t n_rec = gru_split ? 2 * H : GH;
-  std::vector<T> xw(static_cast<size_t>(seq * batch * GH)), rec(static_cast<size_t>(batch * GH));
+  const memory::Scratch<T> xw(static_cast<size_t>(seq * batch * GH), /*zeroed=*/true);  // every step's input projection
+  std::vector<T> rec(static_cast<size_t>(batch * GH));
   std::vector<T> h(static_cast<size_t>(batch * H)), cell(lstm ? h.size() : 0), rh(gru_split ? h.size() : 0);
   std::vector<T> bias(static_cast<size_t>(GH)), rb_h(static_cast<size_t>(H));
 
@@ -253,7 +255,7 @@ void run_recurrent(const Config& c, KernelContext& ctx) {
     const Activation* act = c.acts.data() + static_cast<size_t>(d) * c.acts_per_dir;
     // Input projection of all steps; both biases folded in, except GRU's Rbh
     // with linear_before_reset, which sits inside the reset gate's product.
-    gemm_abt<T>(seq * batch, GH, in, xs, in, wd, in, xw.data(), GH);
+    gemm_abt<T>(seq * batch, GH, in, xs, in, wd, in, xw.get(), GH);
     std::fill(rb_h.begin(), rb_h.end(), T(0));
     if (bias_t) {
       const T* wb = bias_t->data<T>() + d * 2 * GH;
@@ -289,7 +291,7 @@ void run_recurrent(const Config& c, KernelContext& ctx) {
       for (int64_t b = 0; b < batch; ++b) {
         if (!active(b)) continue;
         T* g = rec.data() + b * GH;
-        const T* xg = xw.data() + (time_of(b) * batch + b) * GH;
+        const T* xg = xw.get() + (time_of(b) * batch + b) * GH;
         for (int64_t j = 0; j < (gru ? 2 * H : GH); ++j) g[j] += xg[j];  // GRU's h part is summed below
         T* hb = h.data() + b * H;
         if (c.cell == Cell::Rnn) {
@@ -339,7 +341,7 @@ void run_recurrent(const Config& c, KernelContext& ctx) {
           T* g = rec.data() + b * GH;
           T* gh = g + 2 * H;
           if (gru_split) {
-            const T* xg = xw.data() + (time_of(b) * batch + b) * GH;
+            const T* xg = xw.get() + (time_of(b) * batch + b) * GH;
             for (int64_t j = 0; j < H; ++j) gh[j] += xg[2 * H + j];
           }
           clip_to(gh, H, c.clip);

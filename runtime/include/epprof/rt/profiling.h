@@ -45,8 +45,8 @@ struct ProfilingOptions {
   // runs this observer's session phases and runs, while they last
   // (epprof_memory_alloc / _free on device "cpu"): tagged initializer
   // during model loading and session initialization, output during a run.
-  // Other sessions of the process, and nodes the parallel executor runs on
-  // its pool threads, are not reported.
+  // Nodes the parallel executor runs on its pool threads report as the
+  // run's thread does. Other sessions of the process are not reported.
   bool memory = false;
 };
 
