@@ -1,0 +1,147 @@
+// The C side of a device EP plugin, written once for every device: the
+// epprof_ep_plugin handle and its slots, each of which catches every
+// exception and turns it into a status whose message starts with the EP's
+// prefix, and the entry point's checks. No exception reaches the host.
+//
+// A device EP writes only what is its own, as a class:
+//
+//   class MyEp {
+//    public:
+//     static constexpr const char* kPrefix = "my EP: ";       // of every status message
+//     static constexpr const char* kName = "MyExecutionProvider";  // node events' provider
+//     // The EP on its device, or nullptr with *why said: the EP is then
+//     // refused (UNSUPPORTED) and the host runs its nodes on the next EP.
+//     static std::unique_ptr<MyEp> open(const epprof_host_api* host, std::string* why);
+//     OpSet ops() const;                                     // what parse_node may accept
+//     // A node parse_node accepted: false, with *error, to fail the claim
+//     // (a kernel that cannot be built now would fail every run later).
+//     bool prepare(const OpKernel& kernel, std::string* error);
+//     ComputeResult compute(const OpKernel& kernel, const epprof_ep_tensor* inputs, size_t num_inputs,
+//                           epprof_ep_outputs* outputs);
+//     epprof_ep_profiler* create_profiler();
+//   };
+//
+//   extern "C" __attribute__((visibility("default"))) epprof_status* epprof_ep_plugin_entry(
+//       const epprof_host_api* host, uint32_t host_abi_version, epprof_ep_plugin** out) {
+//     return epprof::ep_common::plugin_entry<MyEp>(host, host_abi_version, out);
+//   }
+#pragma once
+
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "ep_ops.h"
+#include "epprof/ep_plugin.h"
+
+namespace epprof::ep_common {
+
+template <class Ep>
+class PluginShell {
+ public:
+  static epprof_status* entry(const epprof_host_api* host, uint32_t host_abi_version, epprof_ep_plugin** out) {
+    if (host == nullptr || out == nullptr) return nullptr;
+    if (host_abi_version < 1) return fail(host, EPPROF_VERSION_MISMATCH, "needs a host speaking EP plugin ABI 1 or later");
+    try {
+      std::string why;
+      std::unique_ptr<Ep> ep = Ep::open(host, &why);
+      if (!ep)
+        return fail(host, EPPROF_UNSUPPORTED, why + "; the EP is refused at load: its nodes run on the next EP (the CPU EP)");
+      auto shell = std::make_unique<PluginShell>(host, std::move(ep));
+      *out = &shell.release()->c_;
+      return nullptr;
+    } catch (const std::exception& e) {
+      return fail(host, EPPROF_PLUGIN_ERROR, std::string("entry: ") + e.what());
+    }
+  }
+
+  PluginShell(const epprof_host_api* host, std::unique_ptr<Ep> ep) : host_(host), ep_(ep.release()) {
+    c_.abi_version = EPPROF_EP_PLUGIN_ABI_VERSION;
+    c_.name = Ep::kName;
+    c_.claims = claims;
+    c_.create_kernel = create_kernel;
+    c_.compute = compute;
+    c_.release_kernel = release_kernel;
+    c_.create_profiler = create_profiler;
+    c_.release = release;
+  }
+  ~PluginShell() { delete ep_; }
+  PluginShell(const PluginShell&) = delete;
+  PluginShell& operator=(const PluginShell&) = delete;
+
+ private:
+  // The host's pointer is &c_, the first member of a standard-layout class.
+  static PluginShell& self(epprof_ep_plugin* p);
+
+  static epprof_status* fail(const epprof_host_api* host, epprof_status_code code, const std::string& msg) {
+    return host->status_create(code, (Ep::kPrefix + msg).c_str());
+  }
+
+  static epprof_status* claims(epprof_ep_plugin* p, const epprof_ep_node* node, int* out_claimed) {
+    PluginShell& s = self(p);
+    try {
+      *out_claimed = 0;
+      OpKernel k;
+      std::string why_not;
+      if (!parse_node(*node, s.ep_->ops(), &k, &why_not)) return nullptr;
+      std::string error;
+      if (!s.ep_->prepare(k, &error)) return fail(s.host_, EPPROF_PLUGIN_ERROR, error);
+      *out_claimed = 1;
+      return nullptr;
+    } catch (const std::exception& e) {
+      return fail(s.host_, EPPROF_PLUGIN_ERROR, std::string("claims: ") + e.what());
+    }
+  }
+
+  static epprof_status* create_kernel(epprof_ep_plugin* p, const epprof_ep_node* node, void** out_kernel) {
+    PluginShell& s = self(p);
+    return ep_common::create_kernel(s.host_, Ep::kPrefix, s.ep_->ops(), *node, out_kernel);
+  }
+
+  static epprof_status* compute(epprof_ep_plugin* p, void* kernel, const epprof_ep_tensor* inputs,
+                                size_t num_inputs, epprof_ep_outputs* outputs) {
+    PluginShell& s = self(p);
+    try {
+      return to_status(s.host_, Ep::kPrefix,
+                       s.ep_->compute(*static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs));
+    } catch (const std::bad_alloc&) {
+      return fail(s.host_, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");
+    } catch (const std::exception& e) {
+      return fail(s.host_, EPPROF_PLUGIN_ERROR, std::string("compute: ") + e.what());
+    }
+  }
+
+  static void release_kernel(epprof_ep_plugin*, void* kernel) { ep_common::release_kernel(kernel); }
+
+  static epprof_status* create_profiler(epprof_ep_plugin* p, epprof_ep_profiler** out) {
+    PluginShell& s = self(p);
+    try {
+      *out = s.ep_->create_profiler();
+      return nullptr;
+    } catch (const std::bad_alloc&) {
+      return fail(s.host_, EPPROF_OUT_OF_MEMORY, "create_profiler: out of host memory");
+    } catch (const std::exception& e) {
+      return fail(s.host_, EPPROF_PLUGIN_ERROR, std::string("create_profiler: ") + e.what());
+    }
+  }
+
+  static void release(epprof_ep_plugin* p) { delete &self(p); }
+
+  epprof_ep_plugin c_{};  // first: the host's handle
+  const epprof_host_api* host_;
+  Ep* ep_;  // owned; a raw pointer keeps the class standard-layout
+};
+
+template <class Ep>
+PluginShell<Ep>& PluginShell<Ep>::self(epprof_ep_plugin* p) {
+  static_assert(std::is_standard_layout_v<PluginShell<Ep>>, "the host's handle must be the first member");
+  return *reinterpret_cast<PluginShell*>(p);
+}
+
+template <class Ep>
+epprof_status* plugin_entry(const epprof_host_api* host, uint32_t host_abi_version, epprof_ep_plugin** out) {
+  return PluginShell<Ep>::entry(host, host_abi_version, out);
+}
+
+}  // namespace epprof::ep_common
