@@ -1,9 +1,10 @@
 #include "profiler.h"
 
 #include <algorithm>
-#include <atomic>
-#include <unordered_map>
+#include <stdexcept>
 #include <vector>
+
+#include "profiler_shell.h"
 
 namespace epprof::cuda {
 
@@ -23,111 +24,51 @@ SharedIdStack::Leave SharedIdStack::leave(uint64_t id) {
   return Leave::kPop;
 }
 
-namespace {
-
-// Correlation stacks of the calling thread, one per profiler, keyed by the
-// profiler's serial number (never reused, unlike its address).
-thread_local std::unordered_map<uint64_t, std::vector<uint64_t>> t_stacks;
-std::atomic<uint64_t> g_next_serial{1};
-
-constexpr size_t kBatch = 64;
-
-}  // namespace
-
-class Profiler {
+class Profiler final : public ep_common::ProfilerShell<Profiler> {
  public:
-  explicit Profiler(ProfilerEnv env) : env_(std::move(env)), serial_(g_next_serial.fetch_add(1)) {
-    handle_.self = this;
-    epprof_ep_profiler& c = handle_.c;
-    c.abi_version = EPPROF_EP_ABI_VERSION;
-    c.start_profiling = &Profiler::start_profiling;
-    c.start_event = &Profiler::start_event;
-    c.stop_event = &Profiler::stop_event;
-    c.end_profiling = &Profiler::end_profiling;
-    c.release = &Profiler::release;
-    c.host_start = &Profiler::host_start;
-  }
+  static constexpr const char* kPrefix = "cuda EP profiler: ";
+
+  explicit Profiler(ProfilerEnv env) : ProfilerShell(env.host), env_(std::move(env)) {}
   ~Profiler() {
     if (attached_) env_.source->detach(&converter_);
   }
-  epprof_ep_profiler* c() { return &handle_.c; }
 
  private:
-  // The host's pointer is &handle_.c, the first member of a standard-layout struct.
-  struct Handle {
-    epprof_ep_profiler c;
-    Profiler* self;
-  };
-  static Profiler* self(epprof_ep_profiler* p) { return reinterpret_cast<Handle*>(p)->self; }
-
-  epprof_status* status(epprof_status_code code, const std::string& msg) const {
-    return env_.host->status_create(code, ("cuda EP profiler: " + msg).c_str());
-  }
+  friend class ep_common::ProfilerShell<Profiler>;
 
   // CUPTI's records are on the host clock: the host's start on it makes
   // their trace times exact (ep_profiler.h).
-  static epprof_status* host_start(epprof_ep_profiler* p, int64_t host_start_ns) {
-    self(p)->time_ = TimeBase{0, host_start_ns};
-    self(p)->host_start_given_ = true;
-    return nullptr;
+  void on_host_start(int64_t host_start_ns) {
+    time_ = TimeBase{0, host_start_ns};
+    host_start_given_ = true;
   }
 
-  static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
-    Profiler* s = self(p);
-    try {
-      if (!s->host_start_given_) s->time_ = TimeBase{start_offset_ns, s->env_.host->clock_now_ns()};
-      s->dropped_at_start_ = s->env_.source->dropped_records();
-      std::string error;
-      s->attached_ = s->env_.source->attach(&s->converter_, &error);
-      if (!s->attached_) {
-        s->attach_error_ = error;
-        return s->status(EPPROF_PLUGIN_ERROR, "start_profiling: no device tracing in this scope: " + error);
-      }
-      return nullptr;
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("start_profiling: ") + e.what());
-    }
-  }
-
-  static epprof_status* start_event(epprof_ep_profiler* p, uint64_t id) {
-    Profiler* s = self(p);
-    try {
-      t_stacks[s->serial_].push_back(id);
-      std::string error;
-      if (!s->env_.source->push_external_id(id, &error))
-        return s->status(EPPROF_PLUGIN_ERROR, "start_event(" + std::to_string(id) + "): " + error);
-      return nullptr;
-    } catch (const std::exception&) {
-      return s->status(EPPROF_OUT_OF_MEMORY, "correlation stack");
-    }
-  }
-
-  static epprof_status* stop_event(epprof_ep_profiler* p, uint64_t id, const epprof_event*) {
-    Profiler* s = self(p);
-    auto it = t_stacks.find(s->serial_);
-    if (it == t_stacks.end() || it->second.empty() || it->second.back() != id)
-      return s->status(EPPROF_FAILED_PRECONDITION,
-                       "stop_event(" + std::to_string(id) + ") is not the innermost event of its thread");
-    it->second.pop_back();
-    if (it->second.empty()) t_stacks.erase(it);  // threads may outlive many profilers
+  void on_start(int64_t start_offset_ns) {
+    if (!host_start_given_) time_ = TimeBase{start_offset_ns, env_.host->clock_now_ns()};
+    dropped_at_start_ = env_.source->dropped_records();
     std::string error;
-    if (!s->env_.source->pop_external_id(id, &error))
-      return s->status(EPPROF_PLUGIN_ERROR, "stop_event(" + std::to_string(id) + "): " + error);
-    return nullptr;
-  }
-
-  static epprof_status* end_profiling(epprof_ep_profiler* p, epprof_event_sink* sink) {
-    Profiler* s = self(p);
-    try {
-      return s->flush(sink);
-    } catch (const std::bad_alloc&) {
-      return s->status(EPPROF_OUT_OF_MEMORY, "end_profiling");
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("end_profiling: ") + e.what());
+    attached_ = env_.source->attach(&converter_, &error);
+    if (!attached_) {
+      attach_error_ = error;
+      throw std::runtime_error("no device tracing in this scope: " + error);
     }
   }
 
-  static void release(epprof_ep_profiler* p) { delete self(p); }
+  // Device work issued inside the event carries its id, as CUPTI's
+  // external correlation id.
+  epprof_status* on_event_start(uint64_t id) {
+    std::string error;
+    if (!env_.source->push_external_id(id, &error))
+      return status(EPPROF_PLUGIN_ERROR, "start_event(" + std::to_string(id) + "): " + error);
+    return nullptr;
+  }
+
+  epprof_status* on_event_stop(uint64_t id) {
+    std::string error;
+    if (!env_.source->pop_external_id(id, &error))
+      return status(EPPROF_PLUGIN_ERROR, "stop_event(" + std::to_string(id) + "): " + error);
+    return nullptr;
+  }
 
   epprof_status* flush(epprof_event_sink* sink) {
     const epprof_host_api* host = env_.host;
@@ -162,15 +103,7 @@ class Profiler {
       if (epprof_status* st = host->sink_set_track_name(sink, track_of(device, stream), track_name(device, stream).c_str()))
         return st;
 
-    std::vector<epprof_event*> batch;
-    auto append_batch = [&]() -> epprof_status* {
-      epprof_status* st = batch.empty() ? nullptr
-                                        : host->sink_append(sink, const_cast<const epprof_event* const*>(batch.data()),
-                                                            batch.size());
-      for (epprof_event* e : batch) host->event_release(e);
-      batch.clear();
-      return st;
-    };
+    ep_common::SinkBatch out(host, sink);
     std::vector<const char*> keys, values;
     for (const DeviceEvent& d : events) {
       keys.clear();
@@ -179,22 +112,16 @@ class Profiler {
         keys.push_back(kv.first.c_str());
         values.push_back(kv.second.c_str());
       }
-      epprof_event* ev = nullptr;
-      if (epprof_status* st = host->event_create(d.category, d.name.c_str(), 0, d.track, d.ts_ns, d.dur_ns,
-                                                 d.correlation_id, keys.data(), values.data(), keys.size(), &ev)) {
-        if (epprof_status* st2 = append_batch()) host->status_release(st2);
+      if (epprof_status* st = out.add([&](epprof_event** e) {
+            return host->event_create(d.category, d.name.c_str(), 0, d.track, d.ts_ns, d.dur_ns, d.correlation_id,
+                                      keys.data(), values.data(), keys.size(), e);
+          }))
         return st;
-      }
-      batch.push_back(ev);
-      if (batch.size() == kBatch)
-        if (epprof_status* st = append_batch()) return st;
     }
-    return append_batch();
+    return out.flush();
   }
 
-  Handle handle_{};
   ProfilerEnv env_;
-  uint64_t serial_;
   TimeBase time_;
   bool host_start_given_ = false;
   uint64_t dropped_at_start_ = 0;

@@ -3,21 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 
 #include "calibration.h"
+#include "profiler_shell.h"
 
 namespace epprof::opencl {
 
 namespace {
 
-// Correlation stacks of the calling thread, one per profiler, keyed by the
-// profiler's serial number (never reused, unlike its address).
-thread_local std::unordered_map<uint64_t, std::vector<uint64_t>> t_stacks;
-std::atomic<uint64_t> g_next_serial{1};
-
 constexpr int64_t kQueueTrack = 0;  // the EP's one queue
-constexpr size_t kBatch = 64;
 
 struct Tagged {
   uint64_t correlation_id;
@@ -80,101 +74,42 @@ struct Placed {
 
 }  // namespace
 
-class Profiler {
+class Profiler final : public ep_common::ProfilerShell<Profiler> {
  public:
-  explicit Profiler(const ProfilerEnv& env) : env_(env), serial_(g_next_serial.fetch_add(1)) {
-    handle_.self = this;
-    epprof_ep_profiler& c_ = handle_.c;
-    c_.abi_version = EPPROF_EP_ABI_VERSION;
-    c_.start_profiling = &Profiler::start_profiling;
-    c_.start_event = &Profiler::start_event;
-    c_.stop_event = &Profiler::stop_event;
-    c_.end_profiling = &Profiler::end_profiling;
-    c_.release = &Profiler::release;
-    c_.host_start = &Profiler::host_start;
-  }
-  epprof_ep_profiler* c() { return &handle_.c; }
+  static constexpr const char* kPrefix = "opencl EP profiler: ";
 
-  // Under the registry's lock.
+  explicit Profiler(const ProfilerEnv& env) : ProfilerShell(env.host), env_(env) {}
+  ~Profiler() { env_.registry->remove(this); }
+
+  // Under the registry's lock, on the thread that issued the commands.
   void append(const std::vector<CommandRecord>& records, const std::vector<MemoryRecord>& memory) {
-    auto it = t_stacks.find(serial_);
-    if (it == t_stacks.end() || it->second.empty()) {
+    const uint64_t id = innermost();
+    if (id == 0) {
       // Issued outside every event of this scope (another scope's run on
       // another thread): not ours to trace, but counted in the metadata.
       outside_scope_ += records.size();
       return;
     }
-    for (const auto& r : records) tagged_.push_back(Tagged{it->second.back(), r});
-    for (const auto& m : memory) memory_.emplace_back(it->second.back(), m);
+    for (const auto& r : records) tagged_.push_back(Tagged{id, r});
+    for (const auto& m : memory) memory_.emplace_back(id, m);
   }
 
  private:
-  // The host's pointer is &handle_.c, the first member of a standard-layout struct.
-  struct Handle {
-    epprof_ep_profiler c;
-    Profiler* self;
-  };
-  static Profiler* self(epprof_ep_profiler* p) { return reinterpret_cast<Handle*>(p)->self; }
-
-  epprof_status* status(epprof_status_code code, const std::string& msg) const {
-    return env_.host->status_create(code, ("opencl EP profiler: " + msg).c_str());
-  }
+  friend class ep_common::ProfilerShell<Profiler>;
 
   // Device times are put on the host clock here, so the host's start on it
   // makes them exact trace times (ep_profiler.h). Hosts before version 2
   // give only start_profiling's offset.
-  static epprof_status* host_start(epprof_ep_profiler* p, int64_t host_start_ns) {
-    self(p)->trace_t0_ns_ = host_start_ns;
-    return nullptr;
+  void on_host_start(int64_t host_start_ns) { trace_t0_ns_ = host_start_ns; }
+
+  void on_start(int64_t start_offset_ns) {
+    if (trace_t0_ns_ < 0) trace_t0_ns_ = env_.host->clock_now_ns() - start_offset_ns;
+    cal_start_ = calibrate(env_.device->id(), env_.device->queue(), env_.host->clock_now_ns);
+    env_.registry->add(this);
   }
 
-  static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
-    Profiler* s = self(p);
-    try {
-      if (s->trace_t0_ns_ < 0) s->trace_t0_ns_ = s->env_.host->clock_now_ns() - start_offset_ns;
-      s->cal_start_ = calibrate(s->env_.device->id(), s->env_.device->queue(), s->env_.host->clock_now_ns);
-      s->env_.registry->add(s);
-      return nullptr;
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("start_profiling: ") + e.what());
-    }
-  }
-
-  static epprof_status* start_event(epprof_ep_profiler* p, uint64_t id) {
-    try {
-      t_stacks[self(p)->serial_].push_back(id);
-      return nullptr;
-    } catch (const std::exception&) {
-      return self(p)->status(EPPROF_OUT_OF_MEMORY, "correlation stack");
-    }
-  }
-
-  static epprof_status* stop_event(epprof_ep_profiler* p, uint64_t id, const epprof_event*) {
-    auto it = t_stacks.find(self(p)->serial_);
-    if (it == t_stacks.end() || it->second.empty() || it->second.back() != id)
-      return self(p)->status(EPPROF_FAILED_PRECONDITION, "stop_event(" + std::to_string(id) +
-                                                             ") is not the innermost event of its thread");
-    it->second.pop_back();
-    if (it->second.empty()) t_stacks.erase(it);  // threads may outlive many profilers
-    return nullptr;
-  }
-
-  static epprof_status* end_profiling(epprof_ep_profiler* p, epprof_event_sink* sink) {
-    Profiler* s = self(p);
-    try {
-      return s->flush(sink);
-    } catch (const std::bad_alloc&) {
-      return s->status(EPPROF_OUT_OF_MEMORY, "end_profiling");
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("end_profiling: ") + e.what());
-    }
-  }
-
-  static void release(epprof_ep_profiler* p) {
-    Profiler* s = self(p);
-    s->env_.registry->remove(s);
-    delete s;
-  }
+  epprof_status* on_event_start(uint64_t) { return nullptr; }
+  epprof_status* on_event_stop(uint64_t) { return nullptr; }
 
   epprof_status* flush(epprof_event_sink* sink) {
     env_.registry->remove(this);  // no compute records into us from here on
@@ -210,37 +145,15 @@ class Profiler {
     const std::string track = "OpenCL queue 0: " + env_.device->description();
     if (epprof_status* st = host->sink_set_track_name(sink, kQueueTrack, track.c_str())) return st;
 
-    std::vector<epprof_event*> batch;
-    auto append_batch = [&]() -> epprof_status* {
-      epprof_status* st = batch.empty() ? nullptr
-                                        : host->sink_append(sink, const_cast<const epprof_event* const*>(batch.data()),
-                                                            batch.size());
-      for (epprof_event* e : batch) host->event_release(e);
-      batch.clear();
-      return st;
-    };
-    for (size_t i = 0; i < tagged_.size(); ++i) {
-      epprof_event* ev = nullptr;
-      if (epprof_status* st = make_event(tagged_[i], placed.events[i], &ev)) {
-        append_batch();
+    ep_common::SinkBatch out(host, sink);
+    for (size_t i = 0; i < tagged_.size(); ++i)
+      if (epprof_status* st = out.add([&](epprof_event** e) { return make_event(tagged_[i], placed.events[i], e); }))
         return st;
-      }
-      batch.push_back(ev);
-      if (batch.size() == kBatch)
-        if (epprof_status* st = append_batch()) return st;
-    }
     // The device buffers, as memory events on the host clock.
-    for (const auto& [correlation_id, m] : memory_) {
-      epprof_event* ev = nullptr;
-      if (epprof_status* st = make_memory_event(correlation_id, m, &ev)) {
-        append_batch();
+    for (const auto& [correlation_id, m] : memory_)
+      if (epprof_status* st = out.add([&](epprof_event** e) { return make_memory_event(correlation_id, m, e); }))
         return st;
-      }
-      batch.push_back(ev);
-      if (batch.size() == kBatch)
-        if (epprof_status* st = append_batch()) return st;
-    }
-    return append_batch();
+    return out.flush();
   }
 
   epprof_status* make_memory_event(uint64_t correlation_id, const MemoryRecord& m, epprof_event** out) const {
@@ -275,9 +188,7 @@ class Profiler {
                                    k.size(), out);
   }
 
-  Handle handle_{};
   ProfilerEnv env_;
-  uint64_t serial_;
   int64_t trace_t0_ns_ = -1;  // the host's profiling start on the host clock; -1: not given yet
   ClockSample cal_start_;
   std::vector<Tagged> tagged_;  // appended under the registry's lock
