@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "records.h"
 
 namespace epprof::opencl {
 
@@ -27,40 +28,12 @@ struct ClError {
   bool out_of_memory() const;  // device or host memory exhausted
 };
 
-// The host's profiling clock (epprof_host_api::clock_now_ns).
-using HostClock = int64_t (*)(void);
-
-// One completed command on the device's profiling clock (ns).
-struct CommandRecord {
-  enum class Kind { Kernel, CopyToDevice, CopyToHost } kind = Kind::Kernel;
-  std::string name;  // kernel name, or "MemcpyHtoD" / "MemcpyDtoH"
-  cl_ulong queued = 0, submit = 0, start = 0, end = 0;
-  // Host clock read just before and just after the clEnqueue* call. OpenCL
-  // stamps QUEUED "when the command is enqueued by the host", inside that
-  // call, so `queued` happened within [enqueue_begin, enqueue_end] on the
-  // host clock: each command carries its own calibration sample. Both 0
-  // when the dispatch had no host clock.
-  int64_t enqueue_begin = 0, enqueue_end = 0;
-  std::array<size_t, 3> global{};  // kernels: global work size
-  cl_uint work_dim = 0;
-  size_t bytes = 0;  // copies
-};
-
-// A device buffer's allocation or release, on the host clock: the
-// profilers report it as a memory event (EPPROF_CATEGORY_MEMORY).
-struct MemoryRecord {
-  bool alloc = true;
-  uint64_t id = 0;     // the cl_mem
-  uint64_t bytes = 0;  // allocations
-  int64_t host_ns = 0;
-};
-
-class Device {
+class Device final : public DeviceClock {
  public:
   // Opens the first device of the first platform that has one (GPUs
   // first). Returns null with `error` set when there is none.
   static std::unique_ptr<Device> open(std::string* error);
-  ~Device();
+  ~Device() override;
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -71,7 +44,8 @@ class Device {
   cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
   cl_device_id id() const { return device_; }
-  const std::string& description() const { return description_; }  // "device (platform)"
+  const std::string& description() const override { return description_; }  // "device (platform)"
+  ClockSample sample(HostClock host_now) override { return calibrate(device_, queue_, host_now); }
   uint64_t max_alloc_bytes() const { return max_alloc_; }
 
  private:

@@ -104,7 +104,7 @@ class Profiler final : public ep_common::ProfilerShell<Profiler> {
 
   void on_start(int64_t start_offset_ns) {
     if (trace_t0_ns_ < 0) trace_t0_ns_ = env_.host->clock_now_ns() - start_offset_ns;
-    cal_start_ = calibrate(env_.device->id(), env_.device->queue(), env_.host->clock_now_ns);
+    cal_start_ = env_.clock->sample(env_.host->clock_now_ns);
     env_.registry->add(this);
   }
 
@@ -114,13 +114,13 @@ class Profiler final : public ep_common::ProfilerShell<Profiler> {
   epprof_status* flush(epprof_event_sink* sink) {
     env_.registry->remove(this);  // no compute records into us from here on
     const epprof_host_api* host = env_.host;
-    const ClockSample cal_end = calibrate(env_.device->id(), env_.device->queue(), host->clock_now_ns);
+    const ClockSample cal_end = env_.clock->sample(host->clock_now_ns);
     const ClockModel model = cal_end.error_ns > 0 || cal_end.device_ns > 0 ? ClockModel(cal_start_, cal_end)
                                                                            : ClockModel(cal_start_);
     const Placed placed(model, tagged_);
     // Metadata first, so it is there even if appending fails below.
     const std::pair<std::string, std::string> meta[] = {
-        {"device", env_.device->description()},
+        {"device", env_.clock->description()},
         {"clock_calibration", cal_start_.method},
         {"clock_model", model.describe()},
         {"clock_offset_ns", std::to_string(model.offset_ns())},
@@ -142,7 +142,7 @@ class Profiler final : public ep_common::ProfilerShell<Profiler> {
     };
     for (const auto& kv : meta)
       if (epprof_status* st = host->sink_set_metadata(sink, kv.first.c_str(), kv.second.c_str())) return st;
-    const std::string track = "OpenCL queue 0: " + env_.device->description();
+    const std::string track = "OpenCL queue 0: " + env_.clock->description();
     if (epprof_status* st = host->sink_set_track_name(sink, kQueueTrack, track.c_str())) return st;
 
     ep_common::SinkBatch out(host, sink);

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "device.h"
 #include "epprof/ep_profiler.h"
+#include "records.h"
 
 namespace epprof::opencl {
 
@@ -34,8 +34,8 @@ class Registry {
 
 struct ProfilerEnv {
   const epprof_host_api* host;
-  Device* device;
-  Registry* registry;
+  DeviceClock* clock;  // the device's (Device), or a test's
+  Registry* registry;  // where compute's records arrive
 };
 
 // A new profiler, released through its release slot.

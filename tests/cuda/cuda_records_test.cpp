@@ -373,24 +373,6 @@ epprof_plugin* make_plugin(FakeSource* source) {
   return &p->c;
 }
 
-// The metadata the plugin recorded, from the trace's metadata record.
-std::map<std::string, std::string> plugin_metadata(const std::vector<TraceEvent>& trace) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : trace) {
-    if (e.cat != "Metadata" || e.name != "epprof_metadata") continue;
-    simdjson::dom::parser parser;
-    simdjson::dom::element args;
-    if (parser.parse(e.args_json).get(args)) continue;
-    simdjson::dom::object cuda;
-    if (args["plugins"]["cuda"].get(cuda)) continue;
-    for (auto field : cuda) {
-      std::string_view v;
-      if (!field.value.get(v)) out[std::string(field.key)] = std::string(v);
-    }
-  }
-  return out;
-}
-
 class CudaProfiler : public ::testing::Test {
  protected:
   void SetUp() override { EPPROF_ASSERT_OK(epprof_plugin_register(make_plugin(&source), &plugin)); }
@@ -476,7 +458,7 @@ TEST_F(CudaProfiler, DeviceRecordsReachTheTraceAttributedToTheirNode) {
   EXPECT_FALSE(stray.has_arg("correlation_id"));
   EXPECT_EQ(stray.arg("unattributed"), "true");
 
-  const auto meta = plugin_metadata(trace);
+  const auto meta = epprof::testing::plugin_metadata(trace, "cuda");
   EXPECT_EQ(meta.count("cupti_dropped_records") ? meta.at("cupti_dropped_records") : "<missing>", "7");
   EXPECT_EQ(meta.count("unattributed_device_records") ? meta.at("unattributed_device_records") : "<missing>", "1");
   EXPECT_EQ(meta.count("kernel_records") ? meta.at("kernel_records") : "<missing>", "2");
@@ -496,7 +478,7 @@ TEST_F(CudaProfiler, DroppedRecordsCountOnlyThoseOfTheScope) {
   source.dropped = 100;  // lost before this scope began
   uint64_t id = 0;
   const auto trace = run_scope([&](uint64_t, int64_t) { source.dropped = 103; }, &id, nullptr);
-  const auto meta = plugin_metadata(trace);
+  const auto meta = epprof::testing::plugin_metadata(trace, "cuda");
   EXPECT_EQ(meta.count("cupti_dropped_records") ? meta.at("cupti_dropped_records") : "<missing>", "3");
 }
 
@@ -507,7 +489,7 @@ TEST_F(CudaProfiler, AFailedAttachIsReportedAndTheScopeStillWritesItsMetadata) {
   stats.size = sizeof stats;
   const auto trace = run_scope([&](uint64_t, int64_t) {}, &id, &stats);
   EXPECT_GE(stats.plugin_errors, 1u);
-  const auto meta = plugin_metadata(trace);
+  const auto meta = epprof::testing::plugin_metadata(trace, "cuda");
   ASSERT_TRUE(meta.count("tracing_error"));
   EXPECT_NE(meta.at("tracing_error").find("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"), std::string::npos);
 }

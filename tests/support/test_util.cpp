@@ -42,6 +42,23 @@ std::vector<TraceEvent> read_trace(const std::string& path) {
   return out;
 }
 
+std::map<std::string, std::string> plugin_metadata(const std::vector<TraceEvent>& trace, const std::string& plugin) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : trace) {
+    if (e.cat != "Metadata" || e.name != "epprof_metadata") continue;
+    simdjson::dom::parser parser;
+    simdjson::dom::element args;
+    if (parser.parse(e.args_json).get(args)) continue;
+    simdjson::dom::object fields;
+    if (args["plugins"][plugin].get(fields)) continue;
+    for (auto field : fields) {
+      std::string_view v;
+      if (!field.value.get(v)) out[std::string(field.key)] = std::string(v);
+    }
+  }
+  return out;
+}
+
 ShellResult run_shell(const std::string& command) {
   ShellResult r;
   FILE* p = popen((command + " 2>&1").c_str(), "r");

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,10 @@ struct TraceEvent {
 // Parses a trace file; fails the test (and returns empty) if it is not a
 // JSON array of objects that each have cat, name, pid, tid, ts, ph.
 std::vector<TraceEvent> read_trace(const std::string& path);
+
+// The string fields a plugin recorded in the trace's metadata record
+// (epprof_metadata's plugins.<plugin>).
+std::map<std::string, std::string> plugin_metadata(const std::vector<TraceEvent>& trace, const std::string& plugin);
 
 // A fixture with a created (not started) profiler writing to a temporary
 // trace file, destroyed after the test.
