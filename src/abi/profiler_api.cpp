@@ -10,6 +10,7 @@
 #include "abi/plugin.h"
 #include "abi/status.h"
 #include "core/args.h"
+#include "core/handle_table.h"
 #include "core/ids.h"
 #include "core/intern.h"
 #include "core/profiler.h"
@@ -26,14 +27,10 @@ namespace {
 using core::kMaxProfilers;
 using core::Profiler;
 
-// Handle = generation << 8 | slot. A slot's handle changes when its
-// profiler is destroyed, so an old handle is recognised as stale.
-struct alignas(32) ProfilerSlot {  // within one cache line
-  std::atomic<uint64_t> handle{0};
-  Profiler* profiler = nullptr;  // published before handle, retracted after
-  // While the profiler runs: kHotRunning, which EP profiler calls it needs
-  // and kHotTsc (core/profiler.h). Every event reads this word instead of
-  // the Profiler itself.
+// While a profiler runs, its slot's hot word holds kHotRunning, which EP
+// profiler calls it needs and kHotTsc (core/profiler.h). Every event reads
+// this word, beside the handle in one cache line, instead of the Profiler.
+struct ProfilerHot {
   std::atomic<uint32_t> hot{0};
 };
 using core::kHotRunning;
@@ -43,22 +40,20 @@ uint32_t hot_flags(const Profiler& p) {
          (p.eps_want_stop() ? core::kHotStopEvents : 0) | (core::ticks_are_tsc() ? core::kHotTsc : 0);
 }
 
-ProfilerSlot g_slots[kMaxProfilers];
-std::mutex g_slots_mu;  // create/destroy and thread registration
-uint64_t g_generation = 0;
+// Every profiler. The table's lock guards create and destroy, the control
+// paths and thread registration; events take no lock.
+using ProfilerTable = core::HandleTable<Profiler, kMaxProfilers, ProfilerHot, 32>;
+static_assert(sizeof(ProfilerTable::Slot) == 32, "an event reads one slot: handle, profiler, hot word");
+ProfilerTable g_profilers;
 
 [[gnu::cold, gnu::noinline]] epprof_status* not_found(const char* fn) noexcept {
   return status_from(EPPROF_NOT_FOUND,
                      [&] { return std::string(fn) + ": unknown or destroyed profiler handle"; });
 }
 
-// Control-path lookup (takes no lock; the caller holds g_slots_mu when the
-// profiler could be destroyed concurrently).
-Profiler* find(epprof_profiler_t p) {
-  ProfilerSlot& s = g_slots[p.handle & (kMaxProfilers - 1)];
-  if (p.handle == 0 || s.handle.load(std::memory_order_acquire) != p.handle) return nullptr;
-  return s.profiler;
-}
+// Control-path lookup (takes no lock; the caller holds the table's lock
+// when the profiler could be destroyed concurrently).
+Profiler* find(epprof_profiler_t p) { return g_profilers.find(p.handle); }
 
 // The calling thread's stream in the profiler behind `handle`, and the
 // slot's hot flags: the fast path, a cache hit on a running profiler.
@@ -67,11 +62,11 @@ Profiler* find(epprof_profiler_t p) {
 [[gnu::always_inline]] inline core::ThreadStream* fast_stream(uint64_t handle, Profiler** prof,
                                                              uint32_t* hot) noexcept {
   const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
-  const ProfilerSlot& slot = g_slots[idx];
+  const auto& slot = g_profilers.slot(idx);
   if (__builtin_expect(slot.handle.load(std::memory_order_acquire) != handle, 0)) return nullptr;
-  *hot = slot.hot.load(std::memory_order_acquire);
+  *hot = slot.extra.hot.load(std::memory_order_acquire);
   if (__builtin_expect(!(*hot & kHotRunning), 0)) return nullptr;
-  *prof = slot.profiler;
+  *prof = slot.object.load(std::memory_order_relaxed);
   if (__builtin_expect(core::t_last.handle == handle, 1)) return core::t_last.stream;
   const core::ThreadCache* tc = core::t_cache;
   if (__builtin_expect(!tc || tc->entries[idx].handle != handle, 0)) return nullptr;
@@ -95,14 +90,14 @@ Profiler* find(epprof_profiler_t p) {
                                                              uint32_t* hot, epprof_status** err,
                                                              const char* fn) noexcept {
   const uint32_t idx = uint32_t(handle & (kMaxProfilers - 1));
-  ProfilerSlot& slot = g_slots[idx];
+  const auto& slot = g_profilers.slot(idx);
   try {
-    std::lock_guard<std::mutex> lock(g_slots_mu);
+    const auto lock = g_profilers.lock();
     if (slot.handle.load(std::memory_order_relaxed) != handle) {
       *err = not_found(fn);
       return nullptr;
     }
-    Profiler* pr = slot.profiler;
+    Profiler* pr = slot.object.load(std::memory_order_relaxed);
     if (pr->state() != Profiler::State::kRunning) {
       *err = make_status(EPPROF_FAILED_PRECONDITION,
                          std::string(fn) + ": the profiler is " +
@@ -173,7 +168,7 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_ME
 // For other subsystems' entry points (epprof_event_annotate): runs `fn` on
 // the profiler behind `handle` while it cannot be destroyed.
 bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& fn) {
-  std::lock_guard<std::mutex> lock(g_slots_mu);
+  const auto lock = g_profilers.lock();
   Profiler* p = find(epprof_profiler_t{handle});
   if (!p) return false;
   fn(*p);
@@ -303,20 +298,15 @@ EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* c
   } catch (const std::runtime_error& e) {
     return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + e.what());
   }
-  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
-  for (uint32_t i = 0; i < core::kMaxProfilers; ++i) {
-    abi::ProfilerSlot& s = abi::g_slots[i];
-    if (s.handle.load(std::memory_order_relaxed) != 0) continue;
-    uint64_t h = (++abi::g_generation << 8) | i;
-    prof->set_handle(h);
-    s.profiler = prof.release();
-    s.handle.store(h, std::memory_order_release);
-    out->handle = h;
-    return nullptr;
-  }
-  return make_status(EPPROF_RESOURCE_EXHAUSTED,
-                     std::string(fn) + ": " + std::to_string(core::kMaxProfilers) +
-                         " profilers exist; destroy one first");
+  core::Profiler* raw = prof.get();
+  const uint64_t h = abi::g_profilers.insert(raw, [&](uint64_t handle) { raw->set_handle(handle); });
+  if (h == 0)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                       std::string(fn) + ": " + std::to_string(core::kMaxProfilers) +
+                           " profilers exist; destroy one first");
+  prof.release();
+  out->handle = h;
+  return nullptr;
   EPPROF_API_END
 }
 
@@ -325,7 +315,7 @@ EPPROF_API epprof_status* epprof_profiler_add_plugin(epprof_profiler_t profiler,
   EPPROF_API_BEGIN
   using namespace epprof;
   const char* fn = "epprof_profiler_add_plugin";
-  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+  const auto lock = abi::g_profilers.lock();
   core::Profiler* p = abi::find(profiler);
   if (!p) return abi::not_found(fn);
   if (p->state() != core::Profiler::State::kCreated)
@@ -349,7 +339,7 @@ EPPROF_API epprof_status* epprof_profiler_set_metadata(epprof_profiler_t profile
   using namespace epprof;
   const char* fn = "epprof_profiler_set_metadata";
   if (!key || !value) return null_argument(fn, "key or value");
-  std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+  const auto lock = abi::g_profilers.lock();
   core::Profiler* p = abi::find(profiler);
   if (!p) return abi::not_found(fn);
   p->set_metadata(key, value);
@@ -363,7 +353,7 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler) {
   const char* fn = "epprof_profiler_start";
   core::Profiler* p;
   {
-    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    const auto lock = abi::g_profilers.lock();
     p = abi::find(profiler);
   }
   if (!p) return abi::not_found(fn);
@@ -371,7 +361,7 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler) {
     return make_status(EPPROF_FAILED_PRECONDITION,
                        std::string(fn) + ": the profiler was already started");
   p->start();
-  abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(abi::hot_flags(*p), std::memory_order_release);
+  abi::g_profilers.slot_of(profiler.handle).extra.hot.store(abi::hot_flags(*p), std::memory_order_release);
   return nullptr;
   EPPROF_API_END
 }
@@ -383,7 +373,7 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
   const char* fn = "epprof_profiler_stop";
   core::Profiler* p;
   {
-    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    const auto lock = abi::g_profilers.lock();
     p = abi::find(profiler);
   }
   if (!p) return abi::not_found(fn);
@@ -394,7 +384,7 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                             : "already stopped"));
   if (const uint32_t open = p->open_blocks())
     return abi::open_blocks_status(fn, open);
-  abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)].hot.store(0, std::memory_order_release);
+  abi::g_profilers.slot_of(profiler.handle).extra.hot.store(0, std::memory_order_release);
   p->stop();
   std::string error = scope::write_trace(*p, stats);
   if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
@@ -407,15 +397,12 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
   using namespace epprof;
   std::unique_ptr<core::Profiler> doomed;
   {
-    std::lock_guard<std::mutex> lock(abi::g_slots_mu);
+    const auto lock = abi::g_profilers.lock();
     core::Profiler* p = abi::find(profiler);
     if (!p) return abi::not_found("epprof_profiler_destroy");
     if (const uint32_t open = p->open_blocks()) return abi::open_blocks_status("epprof_profiler_destroy", open);
-    abi::ProfilerSlot& s = abi::g_slots[profiler.handle & (core::kMaxProfilers - 1)];
-    s.hot.store(0, std::memory_order_release);
-    s.handle.store(0, std::memory_order_release);
-    s.profiler = nullptr;
-    doomed.reset(p);
+    abi::g_profilers.slot_of(profiler.handle).extra.hot.store(0, std::memory_order_release);
+    doomed.reset(abi::g_profilers.remove_locked(profiler.handle));
   }
   (void)scope::take_annotations(doomed.get());  // never written: drop them
   return nullptr;  // `doomed` releases EP instances outside the lock

@@ -12,6 +12,7 @@
 
 #include "abi/status.h"
 #include "core/clock.h"
+#include "core/handle_table.h"
 #include "counters/registry.h"
 
 namespace epprof::counters {
@@ -22,22 +23,18 @@ using abi::null_argument;
 
 constexpr size_t kMinInfoSize = offsetof(epprof_counter_info, size) + sizeof(size_t);
 
-// ---- Configurations: a locked table (not on the hot path). ----
+// ---- Configurations (not on the hot path) ----
 
-constexpr size_t kMaxConfigs = 1024;
-struct ConfigSlot {
-  uint64_t handle = 0;
-  std::shared_ptr<const Config> config;
+// A configuration is shared: counting contexts keep theirs alive after the
+// configuration's handle is destroyed.
+struct ConfigOwner {
+  std::shared_ptr<const Config> config;  // under the table's lock
 };
-std::mutex g_config_mu;
-ConfigSlot g_configs[kMaxConfigs];
-uint64_t g_config_generation = 0;
+core::HandleTable<const Config, 1024, ConfigOwner> g_configs;
 
 std::shared_ptr<const Config> config_get(epprof_counter_config_t h) {
-  std::lock_guard<std::mutex> lock(g_config_mu);
-  const ConfigSlot& s = g_configs[h.handle % kMaxConfigs];
-  if (h.handle == 0 || s.handle != h.handle) return nullptr;
-  return s.config;
+  const auto lock = g_configs.lock();
+  return g_configs.find(h.handle) ? g_configs.slot_of(h.handle).extra.config : nullptr;
 }
 
 epprof_status* stale_config(const char* fn) {
@@ -73,20 +70,11 @@ struct Context {
   std::vector<uint64_t> begin, end;
 };
 
-constexpr size_t kMaxContexts = 4096;  // a power of two
-struct ContextSlot {
-  std::atomic<uint64_t> handle{0};
-  Context* context = nullptr;  // published before handle, retracted after
-};
-ContextSlot g_contexts[kMaxContexts];
-std::mutex g_context_mu;  // create/destroy only
-uint64_t g_context_generation = 0;
+// Counting calls look their context up without a lock; create and destroy
+// take the table's.
+core::HandleTable<Context, 4096> g_contexts;
 
-inline Context* context_get(uint64_t handle) noexcept {
-  const ContextSlot& s = g_contexts[handle & (kMaxContexts - 1)];
-  if (handle == 0 || s.handle.load(std::memory_order_acquire) != handle) return nullptr;
-  return s.context;
-}
+inline Context* context_get(uint64_t handle) noexcept { return g_contexts.find(handle); }
 
 [[gnu::cold, gnu::noinline]] epprof_status* context_error(const char* fn, epprof_status_code code,
                                                           const char* what) noexcept {
@@ -215,19 +203,11 @@ EPPROF_API epprof_status* epprof_counter_config_create(const char* device, const
   if (!out) return null_argument(fn, "out");
   auto config = std::make_shared<Config>();
   if (epprof_status* st = build_config(device, names, num_names, config.get())) return st;
-  uint64_t handle = 0;
-  {
-    std::lock_guard<std::mutex> lock(g_config_mu);
-    for (size_t i = 0; i < kMaxConfigs && handle == 0; ++i) {
-      if (g_configs[i].handle != 0) continue;
-      handle = (++g_config_generation) * kMaxConfigs + i;
-      g_configs[i].handle = handle;
-      g_configs[i].config = config;
-    }
-  }
+  const uint64_t handle =
+      g_configs.insert(config.get(), [&](uint64_t h) { g_configs.slot_of(h).extra.config = config; });
   if (handle == 0)
-    return make_status(EPPROF_RESOURCE_EXHAUSTED,
-                       std::string(fn) + ": " + std::to_string(kMaxConfigs) + " counter configurations exist");
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": " + std::to_string(g_configs.kCapacity) +
+                                                      " counter configurations exist");
   out->handle = handle;
   const Plan& plan = config->plan;
   if (plan.num_passes == 1) return nullptr;
@@ -252,11 +232,9 @@ EPPROF_API epprof_status* epprof_counter_config_destroy(epprof_counter_config_t 
   EPPROF_API_BEGIN
   std::shared_ptr<const Config> doomed;  // released outside the lock
   {
-    std::lock_guard<std::mutex> lock(g_config_mu);
-    ConfigSlot& s = g_configs[config.handle % kMaxConfigs];
-    if (config.handle == 0 || s.handle != config.handle) return stale_config("epprof_counter_config_destroy");
-    s.handle = 0;
-    doomed = std::move(s.config);
+    const auto lock = g_configs.lock();
+    if (!g_configs.remove_locked(config.handle)) return stale_config("epprof_counter_config_destroy");
+    doomed = std::move(g_configs.slot_of(config.handle).extra.config);
   }
   return nullptr;
   EPPROF_API_END
@@ -349,34 +327,21 @@ EPPROF_API epprof_status* epprof_counting_context_create(epprof_counter_config_t
     ctx->needs_clock |= def->source == Source::HostDuration;
   if (epprof_status* st = cfg->device->backend->open(plan, &ctx->groups)) return st;
 
-  std::lock_guard<std::mutex> lock(g_context_mu);
-  for (size_t i = 0; i < kMaxContexts; ++i) {
-    ContextSlot& s = g_contexts[i];
-    if (s.handle.load(std::memory_order_relaxed) != 0) continue;
-    const uint64_t handle = (++g_context_generation) * kMaxContexts + i;
-    s.context = ctx.release();
-    s.handle.store(handle, std::memory_order_release);
-    out->handle = handle;
-    return nullptr;
-  }
-  return make_status(EPPROF_RESOURCE_EXHAUSTED,
-                     std::string(fn) + ": " + std::to_string(kMaxContexts) + " counting contexts exist");
+  const uint64_t handle = g_contexts.insert(ctx.get());
+  if (handle == 0)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                       std::string(fn) + ": " + std::to_string(g_contexts.kCapacity) + " counting contexts exist");
+  ctx.release();
+  out->handle = handle;
+  return nullptr;
   EPPROF_API_END
 }
 
 EPPROF_API epprof_status* epprof_counting_context_destroy(epprof_counting_context_t context) {
   EPPROF_API_BEGIN
-  Context* doomed = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_context_mu);
-    ContextSlot& s = g_contexts[context.handle & (kMaxContexts - 1)];
-    if (context.handle == 0 || s.handle.load(std::memory_order_relaxed) != context.handle)
-      return make_status(EPPROF_NOT_FOUND,
-                         "epprof_counting_context_destroy: unknown or destroyed counting context handle");
-    s.handle.store(0, std::memory_order_release);
-    doomed = s.context;
-    s.context = nullptr;
-  }
+  Context* doomed = g_contexts.remove(context.handle);
+  if (!doomed)
+    return make_status(EPPROF_NOT_FOUND, "epprof_counting_context_destroy: unknown or destroyed counting context handle");
   delete doomed;
   return nullptr;
   EPPROF_API_END

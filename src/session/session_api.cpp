@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "abi/status.h"
+#include "core/handle_table.h"
 #include "core/intern.h"
 #include "core/profiler.h"
 #include "epprof/session.h"
@@ -29,40 +30,37 @@ constexpr uint32_t kMaxSessions = 64;
 constexpr uint64_t kDefaultBufferBytes = 4ull << 20;
 constexpr uint64_t kMinRecords = 64;
 
-// Handle = generation << 6 | slot. Producers pin a slot (users) and then
-// check its active bit; stop clears the bit and waits for users to leave:
-// both sides are seq_cst, so one of them sees the other.
-struct alignas(64) Slot {
-  std::atomic<uint64_t> handle{0};
-  std::atomic<Session*> session{nullptr};
-  std::shared_ptr<Session> owner;  // guarded by g_mu
+// Producers pin a slot (its users count) and then check its active bit;
+// stop clears the bit and waits for users to leave: both sides are
+// seq_cst, so one of them sees the other.
+struct SessionSlot {
+  std::shared_ptr<Session> owner;  // under the table's lock
   alignas(64) std::atomic<uint32_t> users{0};
 };
-
-Slot g_slots[kMaxSessions];
+// Every session. The table's lock guards create, start, stop and destroy.
+using SessionTable = core::HandleTable<Session, kMaxSessions, SessionSlot, 64>;
+SessionTable g_sessions;
 std::atomic<uint64_t> g_active_mask{0};
 alignas(64) uint32_t g_active_count = 0;  // read through epprof_session_active_word
-std::mutex g_mu;                          // create/start/stop/destroy
-uint64_t g_generation = 0;
 
-uint32_t slot_of(uint64_t handle) { return uint32_t(handle & (kMaxSessions - 1)); }
+uint32_t slot_of(uint64_t handle) { return SessionTable::index(handle); }
 
 // A session that is active (producers) or just valid (control paths).
 class Pin {
  public:
-  Pin(uint32_t i, uint64_t expect_handle) : slot_(&g_slots[i]) {
-    slot_->users.fetch_add(1, std::memory_order_seq_cst);
+  Pin(uint32_t i, uint64_t expect_handle) : slot_(&g_sessions.slot(i)) {
+    slot_->extra.users.fetch_add(1, std::memory_order_seq_cst);
     const bool active = (g_active_mask.load(std::memory_order_seq_cst) >> i) & 1u;
     if (active && (expect_handle == 0 || slot_->handle.load(std::memory_order_acquire) == expect_handle))
-      session_ = slot_->session.load(std::memory_order_acquire);
+      session_ = slot_->object.load(std::memory_order_acquire);
   }
-  ~Pin() { slot_->users.fetch_sub(1, std::memory_order_release); }
+  ~Pin() { slot_->extra.users.fetch_sub(1, std::memory_order_release); }
   Pin(const Pin&) = delete;
   Pin& operator=(const Pin&) = delete;
   Session* get() const { return session_; }
 
  private:
-  Slot* slot_;
+  SessionTable::Slot* slot_;
   Session* session_ = nullptr;
 };
 
@@ -71,18 +69,15 @@ class Pin {
 }
 
 std::shared_ptr<Session> find_locked(epprof_session_t s) {
-  if (s.handle == 0) return nullptr;
-  Slot& slot = g_slots[slot_of(s.handle)];
-  if (slot.handle.load(std::memory_order_relaxed) != s.handle) return nullptr;
-  return slot.owner;
+  return g_sessions.find(s.handle) ? g_sessions.slot_of(s.handle).extra.owner : nullptr;
 }
 
 std::shared_ptr<Session> find(epprof_session_t s) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  const auto lock = g_sessions.lock();
   return find_locked(s);
 }
 
-// ACTIVE → STOPPED with g_mu held; the caller then waits for producers.
+// ACTIVE → STOPPED under the table's lock; the caller then waits for producers.
 void deactivate_locked(Session& s) {
   const uint32_t i = slot_of(s.handle());
   g_active_mask.fetch_and(~(uint64_t(1) << i), std::memory_order_seq_cst);
@@ -91,8 +86,8 @@ void deactivate_locked(Session& s) {
 }
 
 void wait_for_producers(uint64_t handle) {
-  Slot& slot = g_slots[slot_of(handle)];
-  while (slot.users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  const SessionTable::Slot& slot = g_sessions.slot_of(handle);
+  while (slot.extra.users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
 }
 
 epprof_status* own_callback(const char* fn) {
@@ -249,25 +244,19 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
   if (epprof_status* e = es::compile(fn, "node_name_regex", c.node_name_regex, f.node_regex)) return e;
   if (epprof_status* e = es::compile(fn, "kernel_name_regex", c.kernel_name_regex, f.kernel_regex)) return e;
 
-  std::lock_guard<std::mutex> lock(es::g_mu);
-  uint32_t free_slot = es::kMaxSessions;
-  for (uint32_t i = 0; i < es::kMaxSessions && free_slot == es::kMaxSessions; ++i)
-    if (es::g_slots[i].handle.load(std::memory_order_relaxed) == 0) free_slot = i;
-  if (free_slot == es::kMaxSessions)
-    return make_status(EPPROF_RESOURCE_EXHAUSTED,
-                       std::string(fn) + ": " + std::to_string(es::kMaxSessions) + " sessions exist; destroy one first");
   std::shared_ptr<es::Session> s;
   try {
     s = std::make_shared<es::Session>(std::move(st), std::move(f));
   } catch (const std::runtime_error& e) {
     return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + e.what());
   }
-  const uint64_t h = (++es::g_generation << 6) | free_slot;
-  s->set_handle(h);
-  es::Slot& slot = es::g_slots[free_slot];
-  slot.owner = s;
-  slot.session.store(s.get(), std::memory_order_release);
-  slot.handle.store(h, std::memory_order_release);
+  const uint64_t h = es::g_sessions.insert(s.get(), [&](uint64_t handle) {
+    s->set_handle(handle);
+    es::g_sessions.slot_of(handle).extra.owner = s;
+  });
+  if (h == 0)
+    return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                       std::string(fn) + ": " + std::to_string(es::kMaxSessions) + " sessions exist; destroy one first");
   out->handle = h;
   return nullptr;
   EPPROF_API_END
@@ -276,7 +265,7 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
 EPPROF_API epprof_status* epprof_session_start(epprof_session_t session) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_start";
-  std::lock_guard<std::mutex> lock(es::g_mu);
+  const auto lock = es::g_sessions.lock();
   auto s = es::find_locked(session);
   if (!s) return es::not_found(fn);
   if (s->state() == EPPROF_SESSION_ACTIVE)
@@ -293,7 +282,7 @@ EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
   const char* fn = "epprof_session_stop";
   std::shared_ptr<es::Session> s;
   {
-    std::lock_guard<std::mutex> lock(es::g_mu);
+    const auto lock = es::g_sessions.lock();
     s = es::find_locked(session);
     if (!s) return es::not_found(fn);
     if (s->on_delivery_thread()) return es::own_callback(fn);
@@ -323,17 +312,15 @@ EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
   const char* fn = "epprof_session_destroy";
   std::shared_ptr<es::Session> s;
   {
-    std::lock_guard<std::mutex> lock(es::g_mu);
+    const auto lock = es::g_sessions.lock();
     s = es::find_locked(session);
     if (!s) return es::not_found(fn);
     if (s->on_delivery_thread()) return es::own_callback(fn);
     if (s->state() == EPPROF_SESSION_ACTIVE) es::deactivate_locked(*s);
-    es::Slot& slot = es::g_slots[es::slot_of(session.handle)];
-    slot.handle.store(0, std::memory_order_release);
-    slot.owner.reset();
+    es::g_sessions.slot_of(session.handle).extra.owner.reset();
+    es::g_sessions.remove_locked(session.handle);  // new pins find no session
   }
   es::wait_for_producers(session.handle);
-  es::g_slots[es::slot_of(session.handle)].session.store(nullptr, std::memory_order_release);
   s->flush();
   std::string error = s->write_trace();
   s.reset();  // joins the delivery thread (once no flush of another thread holds it)
@@ -473,7 +460,7 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
   if (!s) {
     // Valid but stopped: the values arrive after the session stopped and are
     // not kept. Unknown or destroyed: not found.
-    std::lock_guard<std::mutex> lock(es::g_mu);
+    const auto lock = es::g_sessions.lock();
     return es::find_locked(session) ? nullptr : es::not_found(fn);
   }
   epprof_dispatch_info norm;
