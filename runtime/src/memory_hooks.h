@@ -11,8 +11,11 @@
 
 #include <atomic>
 #include <cstddef>
-#include <memory>
+#include <cstring>
+#include <new>
+#include <type_traits>
 
+#include "buffer_pool.h"
 #include "epprof/profiler.h"
 
 namespace epprof::rt::memory {
@@ -65,24 +68,34 @@ class Borrow {
 Owners report_allocated(const void* p, size_t bytes, bool temporary = false) noexcept;
 void report_freed(const Owners& owners, const void* p) noexcept;
 
-// A kernel's scratch buffer of n T (uninitialised unless `zeroed`),
-// reported as temporary memory while it lives.
+// A kernel's scratch buffer of n T (uninitialised unless `zeroed`), from
+// the buffer pool (buffer_pool.h), reported as temporary memory while it
+// lives. T is trivial: its bytes are all there is to it.
 template <typename T>
 class Scratch {
+  static_assert(std::is_trivial_v<T>, "scratch holds plain values");
+
  public:
-  explicit Scratch(size_t n, bool zeroed = false) : p_(n ? zeroed ? new T[n]() : new T[n] : nullptr) {
-    if (p_) owners_ = report_allocated(p_.get(), n * sizeof(T), true);
+  explicit Scratch(size_t n, bool zeroed = false) : bytes_((n * sizeof(T) + 63) / 64 * 64) {
+    if (n == 0) return;
+    p_ = static_cast<T*>(acquire_buffer(bytes_));
+    if (!p_) throw std::bad_alloc();
+    if (zeroed) std::memset(static_cast<void*>(p_), 0, n * sizeof(T));
+    owners_ = report_allocated(p_, bytes_, true);
   }
   ~Scratch() {
-    if (p_) report_freed(owners_, p_.get());
+    if (!p_) return;
+    report_freed(owners_, p_);
+    release_buffer(p_, bytes_);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  T* get() const { return p_.get(); }
+  T* get() const { return p_; }
   T& operator[](size_t i) const { return p_[i]; }
 
  private:
-  std::unique_ptr<T[]> p_;
+  size_t bytes_;
+  T* p_ = nullptr;
   Owners owners_;
 };
 

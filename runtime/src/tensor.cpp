@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "epprof/rt/error.h"
+#include "buffer_pool.h"
 #include "memory_hooks.h"
 
 namespace epprof::rt {
@@ -140,16 +141,16 @@ Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape
   bytes_ = static_cast<size_t>(n) * es;
   // Always allocate at least 64 bytes, 64-byte aligned, so data() is never null.
   const size_t alloc = ((bytes_ + 63) / 64) * 64 + 64;
-  void* p = std::aligned_alloc(64, alloc);
+  void* p = memory::acquire_buffer(alloc);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, alloc);
   const memory::Owners owners = memory::report_allocated(p, alloc);
   if (owners.n == 0) {
-    data_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    data_ = std::shared_ptr<void>(p, [alloc](void* q) { memory::release_buffer(q, alloc); });
   } else {
-    data_ = std::shared_ptr<void>(p, [owners](void* q) {
+    data_ = std::shared_ptr<void>(p, [owners, alloc](void* q) {
       memory::report_freed(owners, q);
-      std::free(q);
+      memory::release_buffer(q, alloc);
     });
   }
 }

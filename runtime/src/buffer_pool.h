@@ -1,0 +1,34 @@
+// Tensor buffers, kept for reuse. An inference runs the same graph again
+// and again, so it frees and allocates the same sizes every run; without a
+// pool, glibc may hand a freed buffer back to the system (trimming the heap
+// top) and the next run's kernels page-fault it in again: on the bundled
+// CNN that cost more than the kernels did, and only in some heap layouts,
+// so a profile's times depended on what else the process had allocated.
+// ONNX Runtime avoids it with its arena; this is the runtime's equivalent,
+// kept simple: buffers of kMinPooledBytes or more go, when freed, to a free
+// list of their exact size, until the idle ones total kMaxIdleBytes; an
+// allocation of that size takes one back. Smaller buffers stay with malloc,
+// whose thread caches serve them well.
+//
+// Idle buffers are not tensors: memory profiling reports a tensor when it
+// is allocated and freed, whether its bytes came from the pool or not.
+// Thread-safe; a buffer may be released on any thread.
+#pragma once
+
+#include <cstddef>
+
+namespace epprof::rt::memory {
+
+constexpr size_t kMinPooledBytes = size_t(64) << 10;
+constexpr size_t kMaxIdleBytes = size_t(256) << 20;
+
+// `bytes` (a multiple of 64), 64-byte aligned, contents unspecified; null
+// when the system has no memory.
+void* acquire_buffer(size_t bytes) noexcept;
+// Gives back a buffer acquire_buffer returned for the same `bytes`.
+void release_buffer(void* p, size_t bytes) noexcept;
+
+// Idle bytes the pool holds now (for tests).
+size_t idle_buffer_bytes() noexcept;
+
+}  // namespace epprof::rt::memory
