@@ -75,6 +75,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "epprof/profiler.h"
 #include "epprof/status.h"
 
 #ifdef __cplusplus
@@ -116,6 +117,12 @@ typedef struct epprof_capture_request {
   int64_t received_ns;     /* host clock (epprof_clock_now_ns) when the request arrived */
   uint32_t client_pid;     /* the client, from SO_PEERCRED */
   uint32_t client_uid;     /* always the host's effective uid */
+  /* What the client wants the trace to leave out (the request's "filter"),
+   * for the host to pass as epprof_profiler_config.filter; NULL when the
+   * request has none. Its regular expressions were checked when the
+   * request arrived. Borrowed like trace_path, and everything it points
+   * to with it. */
+  const epprof_trace_filter* filter;
 } epprof_capture_request;
 
 /* How a capture ended, as the host reports it. The caller sets `size` to
@@ -133,6 +140,7 @@ typedef struct epprof_capture_result {
   uint64_t device_events;
   int64_t first_run_ns;      /* host clock when the first recorded run started; 0: unknown */
   const char* summary;       /* a short line for the client (may be NULL) */
+  uint64_t filtered_events;  /* from epprof_trace_stats: what the request's filter left out */
 } epprof_capture_result;
 
 /* Creates the socket directory if needed, removes stale sockets in it (a
