@@ -398,9 +398,12 @@ int execute(const Options& o) {
         std::printf("\n");
         // A filtered trace is partial: say so, and how much it left out.
         if (!o.filter.empty()) {
-          std::printf("filtered (the trace holds only what passed the filters; its metadata records them): ");
-          if (filtered >= 0) std::printf("%lld events left out\n", (long long)filtered);
-          else std::printf("the process did not say how many events were left out\n");
+          if (filtered >= 0)
+            std::printf("filtered: %lld events left out (the trace's metadata records the filter)\n",
+                        (long long)filtered);
+          else
+            std::printf("filtered (the trace's metadata records the filter; the process did not count what "
+                        "it left out)\n");
         }
         if (!summary.empty()) std::printf("%.*s\n", int(summary.size()), summary.data());
         return kExitOk;
