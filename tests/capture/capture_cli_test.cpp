@@ -353,6 +353,14 @@ TEST(CaptureCli, BadFilterOptionsAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, message)) << cmd << "\n" << r.output;
   }
+  // Lists too long for one request line are refused before connecting.
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += (i ? "," : "") + std::string(1000, 'a' + i % 26);
+  TempDir dir;
+  const auto big = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " capture 1 --output " +
+                                              dir.file("t.json") + " --op-types " + many);
+  EXPECT_EQ(big.exit_code, 1) << big.output;
+  EXPECT_TRUE(contains(big.output, "more than a listener takes (65536)")) << big.output;
   const auto help = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " capture --help");
   EXPECT_EQ(help.exit_code, 0);
   for (const char* flag : {"--op-types LIST", "--nodes LIST", "--node-regex RE", "--eps LIST", "--kernel-regex RE",

@@ -32,6 +32,7 @@ namespace {
 constexpr const char* kCommand = "capture";
 // The listener's limits on a filter (epprof/capture.h).
 constexpr size_t kMaxFilterNames = 1024, kMaxFilterName = 1024;
+constexpr size_t kMaxRequestBytes = 64 * 1024;  // one request line, newline included
 
 // What the trace leaves out (the request's "filter"); empty: nothing.
 struct Filter {
@@ -331,8 +332,6 @@ int execute(const Options& o) {
   const std::string output = o.output.empty() ? default_output(o.pid) : absolute(o.output);
   std::string error;
   if (!io::check_output_path(output, {}, nullptr, &error)) return fail(error);
-  const int fd = connect_listener(o);
-  if (fd < 0) return kExitError;
   std::string request = "{\"protocol\":1,";
   if (o.runs) request += "\"runs\":" + std::to_string(o.runs);
   else request += "\"duration_ms\":" + std::to_string(std::max<int64_t>(1, std::llround(o.duration_s * 1000)));
@@ -340,6 +339,11 @@ int execute(const Options& o) {
   if (!o.scope.empty()) request += ",\"scope_name\":" + quote(o.scope);
   if (!o.filter.empty()) request += ",\"filter\":" + filter_json(o.filter);
   request += "}\n";
+  if (request.size() > kMaxRequestBytes)
+    return fail("the request is " + std::to_string(request.size()) + " bytes, more than a listener takes (" +
+                std::to_string(kMaxRequestBytes) + "): shorten the filter's lists");
+  const int fd = connect_listener(o);
+  if (fd < 0) return kExitError;
   for (size_t off = 0; off < request.size();) {
     const ssize_t n = send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
