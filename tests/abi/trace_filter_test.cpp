@@ -318,8 +318,8 @@ TEST(TraceFilter, BadFiltersAreRefusedNamingTheField) {
        EPPROF_INVALID_ARGUMENT},
       {"filter->node_name_regex '(' is not a valid ECMAScript regular expression",
        [](epprof_trace_filter& f) { f.node_name_regex = "("; }, EPPROF_INVALID_ARGUMENT},
-      {"filter->kernel_name_regex '[z-a]' is not a valid", [](epprof_trace_filter& f) { f.kernel_name_regex = "[z-a]"; },
-       EPPROF_INVALID_ARGUMENT},
+      {"filter->kernel_name_regex '[z-a]' is not a valid",
+       [](epprof_trace_filter& f) { f.kernel_name_regex = "[z-a]"; }, EPPROF_INVALID_ARGUMENT},
   };
   for (const Case& k : cases) {
     auto f = empty_filter();

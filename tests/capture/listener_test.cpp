@@ -108,7 +108,8 @@ TEST(CaptureRequest, ParsesAFilter) {
       << error;
   const auto& f = r.filter;
   EXPECT_TRUE(f.present);
-  EXPECT_EQ(f.categories, (1u << EPPROF_CATEGORY_NODE) | (1u << EPPROF_CATEGORY_KERNEL) | (1u << EPPROF_CATEGORY_MEMORY));
+  EXPECT_EQ(f.categories,
+            (1u << EPPROF_CATEGORY_NODE) | (1u << EPPROF_CATEGORY_KERNEL) | (1u << EPPROF_CATEGORY_MEMORY));
   EXPECT_EQ(f.op_types, (std::vector<std::string>{"Conv", "Gemm"}));
   EXPECT_EQ(f.node_names, std::vector<std::string>{"a b"});
   EXPECT_EQ(f.node_name_regex, "conv_[0-9]+");
@@ -144,7 +145,8 @@ TEST(CaptureRequest, RefusesMalformedFiltersNamingTheField) {
       {R"("filter":{"kernel_name_regex":"[z-a]"})", "'filter.kernel_name_regex' is not a valid"},
       {R"("filter":{"kernel_name_regex":""})", "(it is empty)"},
       {R"("filter":{"node_name_regex":7})", "'filter.node_name_regex' must be a string, not an integer"},
-      {R"("filter":{"op_types":[")" + std::string(1100, 'x') + "\"]}", "'filter.op_types[0]' is longer than 1024 bytes"},
+      {R"("filter":{"op_types":[")" + std::string(1100, 'x') + "\"]}",
+       "'filter.op_types[0]' is longer than 1024 bytes"},
   };
   for (const auto& [filter, expected] : cases) {
     const std::string line = R"({"runs":1,"output":"/t",)" + filter + "}";
