@@ -344,12 +344,16 @@ int execute(const Options& o) {
                 std::to_string(kMaxRequestBytes) + "): shorten the filter's lists");
   const int fd = connect_listener(o);
   if (fd < 0) return kExitError;
+  // A listener that refuses a client (another uid, too many connections)
+  // answers and closes at once, so the send can fail before the reply is
+  // read: then the reply, still queued, says why.
+  bool sent = true;
   for (size_t off = 0; off < request.size();) {
     const ssize_t n = send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      close(fd);
-      return fail("process " + std::to_string(o.pid) + " closed the connection before the request was sent");
+      sent = false;
+      break;
     }
     off += size_t(n);
   }
@@ -432,7 +436,8 @@ int execute(const Options& o) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       close(fd);
-      return fail(who + " exited before the capture completed; no trace was written");
+      return fail(sent ? who + " exited before the capture completed; no trace was written"
+                       : who + " closed the connection before the request was sent");
     }
     buf.append(chunk, size_t(n));
     if (buf.size() > (1u << 20)) {
