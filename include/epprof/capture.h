@@ -44,14 +44,29 @@
  *                                ".sqlite", ".sqlite3" give a SQLite trace
  *   "scope_name": "..."          optional, at most 256 bytes
  *   "protocol": 1                optional; another value is refused
+ *   "filter": {...}              optional: what the trace leaves out, as
+ *                                epprof_trace_filter (epprof/profiler.h) says
  * with N in 1..1000000 and MS in 1..86400000; any other key, a wrong type,
- * a duplicate key or a NUL byte in a string is an error. The listener
- * answers with one JSON object per line, each with an "event" key:
+ * a duplicate key or a NUL byte in a string is an error. The filter's keys,
+ * each optional, AND-combined:
+ *   "categories": ["node", ...]  names from epprof_category_name: session,
+ *                                node, kernel, api, memcpy, counter, memory
+ *   "op_types": ["Conv", ...]    "node_names": [...]    "ep_names": [...]
+ *   "node_name_regex": "..."     "kernel_name_regex": "..."  (ECMAScript,
+ *                                whole name)
+ * A list holds 1..1024 non-empty strings, a string at most 1024 bytes; an
+ * unknown key, a wrong type, a duplicate, an empty list or name, an unknown
+ * category or a regular expression that does not compile is refused when
+ * the request arrives (the error names the field, "filter.op_types[1]"),
+ * before the host sees it. {} is no filter. The listener answers with one
+ * JSON object per line, each with an "event" key:
  *   {"event":"accepted","id":ID,"pid":PID}   the request waits for the host
  *   {"event":"started","id":ID}              the host took it (run boundary)
  *   {"event":"done","id":ID,"trace":PATH,"runs":N,"host_events":N,
- *    "device_events":N,"latency_ns":NS,"summary":TEXT}
+ *    "device_events":N,["filtered_events":N,]"latency_ns":NS,"summary":TEXT}
  *   {"event":"error","error":TEXT}           the last line, then it closes
+ * "filtered_events" (a request with a filter, when the host reports it)
+ * counts the host and device events the filter left out of the trace.
  * "latency_ns" is the time from the request's arrival to the start of the
  * first recorded run (-1 when the host did not say). A connection closed
  * without a "done" or "error" line means the process exited (or was
@@ -75,6 +90,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "epprof/profiler.h"
 #include "epprof/status.h"
 
 #ifdef __cplusplus
@@ -116,6 +132,12 @@ typedef struct epprof_capture_request {
   int64_t received_ns;     /* host clock (epprof_clock_now_ns) when the request arrived */
   uint32_t client_pid;     /* the client, from SO_PEERCRED */
   uint32_t client_uid;     /* always the host's effective uid */
+  /* What the client wants the trace to leave out (the request's "filter"),
+   * for the host to pass as epprof_profiler_config.filter; NULL when the
+   * request has none. Its regular expressions were checked when the
+   * request arrived. Borrowed like trace_path, and everything it points
+   * to with it. */
+  const epprof_trace_filter* filter;
 } epprof_capture_request;
 
 /* How a capture ended, as the host reports it. The caller sets `size` to
@@ -133,6 +155,7 @@ typedef struct epprof_capture_result {
   uint64_t device_events;
   int64_t first_run_ns;      /* host clock when the first recorded run started; 0: unknown */
   const char* summary;       /* a short line for the client (may be NULL) */
+  uint64_t filtered_events;  /* from epprof_trace_stats: what the request's filter left out */
 } epprof_capture_result;
 
 /* Creates the socket directory if needed, removes stale sockets in it (a

@@ -150,6 +150,69 @@ typedef enum epprof_trace_format {
                                   * timestamp_format does not apply */
 } epprof_trace_format;
 
+/* The name of a category as filters spell it: "session", "node", "kernel",
+ * "api", "memcpy", "counter", "memory" (the epprof_category names in lower
+ * case). NULL for a value that is not a category. Static storage. */
+EPPROF_API const char* epprof_category_name(epprof_category category);
+
+/* What a profiler's trace leaves out: the vocabulary of a session's filters
+ * (epprof/session.h), applied when the trace is written, to JSON and SQLite
+ * traces alike. Filled by the caller: `size` = sizeof(epprof_trace_filter);
+ * epprof reads only the fields that size covers (at least through
+ * kernel_name_regex). Every pointer is borrowed until
+ * epprof_profiler_create returns: epprof copies and interns what it keeps.
+ * Filters combine with AND; a filter left zero (NULL, 0) passes everything,
+ * and a filter with none set is no filter.
+ *
+ * What each event of the trace is judged by:
+ *  - host events: `categories`. SESSION events (model loading, session
+ *    initialization, model_run, executor phases) are always kept: they are
+ *    the trace's timeline, which node events nest in and runs are found by.
+ *  - NODE events: also op_types, node_names / node_name_regex and ep_names,
+ *    read from the event: the "op_name" and "provider" args, and the name
+ *    (ONNX Runtime's "<node>_kernel_time" names the node <node>; another
+ *    name is the node's own). A NODE event that lacks what a filter tests
+ *    fails it. Other host events have no node, and the node filters do not
+ *    apply to them (unlike a session's filters, which a record lacking the
+ *    field fails: a trace without its runs would not be a timeline).
+ *  - plugin events (kernels, copies, API calls): `categories` by their own
+ *    category, and kernel_name_regex on their name. One attributed to a
+ *    host event (by correlation id) is kept only if that event is kept, so
+ *    the work of a node left out goes with it rather than showing
+ *    unattributed; one attributed to nothing is judged by those two alone.
+ *    Flows go only between events that are kept.
+ *  - counter tracks: the samples of a node's numeric annotations
+ *    (epprof_event_annotate) go with their node event and need COUNTER in
+ *    `categories`.
+ *  - memory: the per-device memory-in-use tracks ("mem_in_use <device>")
+ *    describe the whole device, so every node's allocations count in them
+ *    whichever nodes are kept; with MEMORY not in `categories`, those tracks
+ *    and the mem_* args of node events are left out. The mem_* args of a
+ *    node left out go with it. The "memory" metadata is always whole.
+ * What was left out is counted (epprof_trace_stats.filtered_events: host
+ * and plugin events; counter samples are not events), and the trace's
+ * metadata says it is partial: "filter" holds the filter and the count.
+ * Sessions receive every device record of the scope, whatever this filter. */
+typedef struct epprof_trace_filter {
+  size_t size;
+  /* Bit (1u << epprof_category) per category kept; 0: all. A bit past
+   * EPPROF_CATEGORY_COUNT_ is INVALID_ARGUMENT. */
+  uint32_t categories;
+  uint32_t reserved;                 /* 0 */
+  const char* const* op_types;       /* exact op types ("Conv"); NULL/0: any */
+  size_t num_op_types;
+  const char* const* node_names;     /* exact node names; NULL/0: any ... */
+  size_t num_node_names;
+  /* ... or a node name matching this ECMAScript regular expression (the
+   * whole name). With both set, either match passes. */
+  const char* node_name_regex;
+  const char* const* ep_names;       /* exact EP names ("CPUExecutionProvider"); NULL/0: any */
+  size_t num_ep_names;
+  /* Plugin events whose name matches this ECMAScript regular expression
+   * (the whole name); NULL: any. */
+  const char* kernel_name_regex;
+} epprof_trace_filter;
+
 /* Filled by the caller. `size` must be set to sizeof(epprof_profiler_config);
  * epprof reads only the fields that size covers, so the struct can grow.
  * Zero fields take their defaults. */
@@ -174,6 +237,9 @@ typedef struct epprof_profiler_config {
   uint32_t timestamp_format;
   /* An epprof_trace_format. */
   uint32_t trace_format;
+  /* What the trace leaves out (see epprof_trace_filter), borrowed until
+   * create returns; NULL: nothing, the trace is whole. */
+  const epprof_trace_filter* filter;
 } epprof_profiler_config;
 
 /* Counts of what a stopped profiler wrote. `size` as for the config. */
@@ -185,12 +251,17 @@ typedef struct epprof_trace_stats {
   uint64_t unattributed_device_events; /* plugin events whose id matched no host event */
   uint64_t spilled_bytes;              /* bytes written to spill files */
   uint64_t plugin_errors;              /* plugin slot calls that returned an error */
+  uint64_t filtered_events;            /* host and plugin events the config's filter left out */
 } epprof_trace_stats;
 
 /* Creates a profiler (not yet started). Returns INVALID_ARGUMENT for a NULL
- * or too-small config, a missing trace path or an unknown timestamp format;
- * IO_ERROR when the trace's directory cannot be written; RESOURCE_EXHAUSTED
- * when 256 profilers exist. Thread-safe. */
+ * or too-small config, a missing trace path, an unknown timestamp or trace
+ * format, or a bad filter (the message names the field): filter->size too
+ * small, a categories bit that is no category, a NULL list with a nonzero
+ * count or a NULL entry, an invalid regular expression (the expression and
+ * the reason); IO_ERROR when the trace's directory cannot be written;
+ * RESOURCE_EXHAUSTED when 256 profilers exist or a filter's names find the
+ * string table full. Thread-safe. */
 EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* config,
                                                  epprof_profiler_t* out);
 

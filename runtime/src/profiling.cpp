@@ -305,6 +305,7 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
   c.memory_budget_bytes = options.memory_budget_bytes;
   c.timestamp_format = options.integer_timestamps ? EPPROF_TIMESTAMPS_INTEGER_US : EPPROF_TIMESTAMPS_FRACTIONAL_US;
   c.trace_format = options.trace_format;
+  c.filter = options.filter;
   auto check = [&](epprof_status* st) {
     if (!st) return;
     std::string msg = epprof_status_get_message(st);

@@ -46,6 +46,29 @@ using ProfilerTable = core::HandleTable<Profiler, kMaxProfilers, ProfilerHot, 32
 static_assert(sizeof(ProfilerTable::Slot) == 32, "an event reads one slot: handle, profiler, hot word");
 ProfilerTable g_profilers;
 
+// Reads a config's trace filter into *out; a filter with nothing set stays
+// nullptr (no filter).
+epprof_status* trace_filter(const char* fn, const epprof_trace_filter& in,
+                            std::shared_ptr<const core::TraceFilterSettings>* out) {
+  constexpr size_t kMinSize = offsetof(epprof_trace_filter, kernel_name_regex) + sizeof(const char*);
+  if (in.size < kMinSize)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": filter->size (" + std::to_string(in.size) +
+                                                    ") is too small; set it to sizeof(epprof_trace_filter)");
+  epprof_trace_filter f{};
+  std::memcpy(&f, &in, std::min(in.size, sizeof f));
+  if (const uint32_t unknown = f.categories & ~((1u << EPPROF_CATEGORY_COUNT_) - 1))
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": filter->categories has bit " +
+                                                    std::to_string(__builtin_ctz(unknown)) + " set, which is no " +
+                                                    "epprof_category (there are " +
+                                                    std::to_string(EPPROF_CATEGORY_COUNT_) + ")");
+  auto settings = std::make_shared<core::TraceFilterSettings>();
+  settings->categories = f.categories;
+  if (const core::FilterError e = core::build_name_filter(core::name_filter_lists(f), &settings->names))
+    return make_status(e.code, std::string(fn) + ": filter->" + e.message);
+  if (settings->categories != 0 || !settings->names.empty()) *out = std::move(settings);
+  return nullptr;
+}
+
 [[gnu::cold, gnu::noinline]] epprof_status* not_found(const char* fn) noexcept {
   return status_from(EPPROF_NOT_FOUND,
                      [&] { return std::string(fn) + ": unknown or destroyed profiler handle"; });
@@ -206,6 +229,12 @@ extern "C" {
 
 EPPROF_API const char* epprof_version(void) { return EPPROF_VERSION_STRING; }
 
+EPPROF_API const char* epprof_category_name(epprof_category category) {
+  static const char* const kNames[] = {"session", "node", "kernel", "api", "memcpy", "counter", "memory"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_CATEGORY_COUNT_, "one name per epprof_category");
+  return uint32_t(category) < EPPROF_CATEGORY_COUNT_ ? kNames[category] : nullptr;
+}
+
 EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
   EPPROF_API_BEGIN
   if (!out) return null_argument("epprof_intern", "out");
@@ -291,6 +320,8 @@ EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* c
   if (c.disk_budget_bytes) pc.disk_budget_bytes = c.disk_budget_bytes;
   if (c.spill_directory) pc.spill_dir = c.spill_directory;
   pc.integer_timestamps = c.timestamp_format == EPPROF_TIMESTAMPS_INTEGER_US;
+  if (c.filter)
+    if (epprof_status* st = abi::trace_filter(fn, *c.filter, &pc.filter)) return st;
 
   std::unique_ptr<core::Profiler> prof;
   try {

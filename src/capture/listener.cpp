@@ -266,6 +266,28 @@ void Listener::stop() {
   listen_fd_ = -1;
 }
 
+const epprof_trace_filter* Listener::borrow_filter(Current& cur) {
+  const FilterRequest& in = cur.request.filter;
+  auto pointers = [](const std::vector<std::string>& names, std::vector<const char*>* out) {
+    out->clear();
+    for (const std::string& n : names) out->push_back(n.c_str());
+    return out->empty() ? nullptr : out->data();
+  };
+  epprof_trace_filter& f = cur.filter;
+  f = epprof_trace_filter{};
+  f.size = sizeof f;
+  f.categories = in.categories;
+  f.op_types = pointers(in.op_types, &cur.op_types);
+  f.num_op_types = in.op_types.size();
+  f.node_names = pointers(in.node_names, &cur.node_names);
+  f.num_node_names = in.node_names.size();
+  f.node_name_regex = in.node_name_regex.empty() ? nullptr : in.node_name_regex.c_str();
+  f.ep_names = pointers(in.ep_names, &cur.ep_names);
+  f.num_ep_names = in.ep_names.size();
+  f.kernel_name_regex = in.kernel_name_regex.empty() ? nullptr : in.kernel_name_regex.c_str();
+  return &f;
+}
+
 epprof_status* Listener::take(epprof_capture_request* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Pending)
@@ -282,6 +304,7 @@ epprof_status* Listener::take(epprof_capture_request* out) {
   r.received_ns = cur_.received_ns;
   r.client_pid = uint32_t(cur_.client_pid);
   r.client_uid = uint32_t(owner_);
+  if (cur_.request.filter.present) r.filter = borrow_filter(cur_);
   std::memcpy(out, &r, std::min(out->size, sizeof r));
   outbox_.push_back({cur_.id, "{\"event\":\"started\",\"id\":" + std::to_string(cur_.id) + "}\n", false});
   wake();
@@ -297,10 +320,17 @@ epprof_status* Listener::complete(uint64_t request_id, const epprof_capture_resu
   if (r.code == EPPROF_OK) {
     const std::string trace = r.trace_path ? r.trace_path : cur_.request.output;
     const int64_t latency = r.first_run_ns > 0 ? r.first_run_ns - cur_.received_ns : -1;
+    // A filtered trace is partial: the client hears how much it left out
+    // (when the host's result says).
+    const bool counted = r.size >= offsetof(epprof_capture_result, filtered_events) + sizeof r.filtered_events;
+    const std::string filtered = cur_.request.filter.present && counted
+                                     ? ",\"filtered_events\":" + std::to_string(r.filtered_events)
+                                     : std::string();
     line = "{\"event\":\"done\",\"id\":" + std::to_string(request_id) + ",\"trace\":" + json_string(trace) +
            ",\"runs\":" + std::to_string(r.runs) + ",\"host_events\":" + std::to_string(r.host_events) +
-           ",\"device_events\":" + std::to_string(r.device_events) + ",\"latency_ns\":" + std::to_string(latency) +
-           ",\"summary\":" + json_string(r.summary ? r.summary : "") + "}\n";
+           ",\"device_events\":" + std::to_string(r.device_events) + filtered +
+           ",\"latency_ns\":" + std::to_string(latency) + ",\"summary\":" + json_string(r.summary ? r.summary : "") +
+           "}\n";
   } else {
     std::string msg = r.message && *r.message ? r.message : "the host could not capture";
     line = error_line(msg + " (" + epprof_status_code_name(epprof_status_code(r.code)) + ")", request_id);

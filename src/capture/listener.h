@@ -74,6 +74,10 @@ class Listener {
     Request request;
     int64_t received_ns = 0;
     pid_t client_pid = 0;
+    // request.filter as the C struct the host borrows (take), and the
+    // arrays it points to; request no longer moves once taken.
+    epprof_trace_filter filter{};
+    std::vector<const char*> op_types, node_names, ep_names;
   };
   struct Outgoing {
     uint64_t request_id;
@@ -82,6 +86,8 @@ class Listener {
   };
 
   Listener() = default;
+  // The request's filter as the host borrows it, pointing into `cur`.
+  static const epprof_trace_filter* borrow_filter(Current& cur);
   void loop();
   void wake();
   void accept_all(std::vector<Conn>& conns);

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <set>
 
+#include "core/name_filter.h"
+#include "epprof/profiler.h"
+
 namespace epprof::capture {
 namespace {
 
@@ -61,6 +64,94 @@ bool string_of(simdjson::dom::element v, std::string_view key, size_t max_len, s
     return false;
   }
   *out = std::string(s);
+  return true;
+}
+
+// A list of names: an array of non-empty strings, at most kMaxFilterNames.
+bool names_of(simdjson::dom::element v, const std::string& key, std::vector<std::string>* out, std::string* error) {
+  simdjson::dom::array list;
+  if (v.get_array().get(list) != simdjson::SUCCESS) {
+    *error = "'" + key + "' must be an array of strings, not " + type_name(v.type());
+    return false;
+  }
+  if (list.size() == 0 || list.size() > kMaxFilterNames) {
+    *error = "'" + key + "' must list 1.." + std::to_string(kMaxFilterNames) + " names";
+    return false;
+  }
+  for (simdjson::dom::element item : list) {
+    const std::string at = key + "[" + std::to_string(out->size()) + "]";
+    std::string name;
+    if (!string_of(item, at, kMaxFilterName, &name, error)) return false;
+    if (name.empty()) {
+      *error = "'" + at + "' is empty";
+      return false;
+    }
+    out->push_back(std::move(name));
+  }
+  return true;
+}
+
+// A regular expression: a non-empty string that compiles (ECMAScript), so
+// a bad one is refused at once rather than when the host takes it.
+bool regex_of(simdjson::dom::element v, const std::string& key, std::string* out, std::string* error) {
+  if (!string_of(v, key, kMaxFilterName, out, error)) return false;
+  std::string why = out->empty() ? "it is empty" : core::regex_error(*out);
+  if (why.empty()) return true;
+  *error = "'" + key + "' is not a valid ECMAScript regular expression (" + why + ")";
+  return false;
+}
+
+// The categories, by epprof_category_name.
+bool categories_of(simdjson::dom::element v, const std::string& key, uint32_t* out, std::string* error) {
+  std::vector<std::string> names;
+  if (!names_of(v, key, &names, error)) return false;
+  for (size_t i = 0; i < names.size(); ++i) {
+    uint32_t c = 0;
+    while (c < EPPROF_CATEGORY_COUNT_ && names[i] != epprof_category_name(epprof_category(c))) ++c;
+    if (c == EPPROF_CATEGORY_COUNT_) {
+      std::string known;
+      for (uint32_t k = 0; k < EPPROF_CATEGORY_COUNT_; ++k)
+        known += std::string(k ? ", " : "") + epprof_category_name(epprof_category(k));
+      *error = "'" + key + "[" + std::to_string(i) + "]' is not a category: " + json_string(names[i].substr(0, 64)) +
+               " (known: " + known + ")";
+      return false;
+    }
+    *out |= 1u << c;
+  }
+  return true;
+}
+
+bool filter_of(simdjson::dom::element v, FilterRequest* out, std::string* error) {
+  simdjson::dom::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    *error = std::string("'filter' must be an object, not ") + type_name(v.type());
+    return false;
+  }
+  FilterRequest f;
+  std::set<std::string_view> seen;
+  for (auto field : obj) {
+    const std::string key = "filter." + std::string(field.key.substr(0, 64));
+    if (!seen.insert(field.key).second) {
+      *error = "duplicate key '" + key + "'";
+      return false;
+    }
+    bool ok;
+    if (field.key == "categories") ok = categories_of(field.value, key, &f.categories, error);
+    else if (field.key == "op_types") ok = names_of(field.value, key, &f.op_types, error);
+    else if (field.key == "node_names") ok = names_of(field.value, key, &f.node_names, error);
+    else if (field.key == "ep_names") ok = names_of(field.value, key, &f.ep_names, error);
+    else if (field.key == "node_name_regex") ok = regex_of(field.value, key, &f.node_name_regex, error);
+    else if (field.key == "kernel_name_regex") ok = regex_of(field.value, key, &f.kernel_name_regex, error);
+    else {
+      *error = "unknown key " + json_string(key) +
+               " (known: categories, op_types, node_names, node_name_regex, ep_names, kernel_name_regex)";
+      return false;
+    }
+    if (!ok) return false;
+  }
+  f.present = f.categories || !f.op_types.empty() || !f.node_names.empty() || !f.ep_names.empty() ||
+              !f.node_name_regex.empty() || !f.kernel_name_regex.empty();
+  *out = std::move(f);
   return true;
 }
 
@@ -121,9 +212,12 @@ bool parse_request(std::string_view line, Request* out, std::string* error) {
       if (r.scope_name.empty()) r.scope_name = "capture";
     } else if (key == "protocol") {
       if (!integer_in(field.value, key, 1, 1, &n, error)) return false;
+    } else if (key == "filter") {
+      if (!filter_of(field.value, &r.filter, error)) return false;
     } else {
       std::string shown(key.substr(0, 64));
-      *error = "unknown key " + json_string(shown) + " (known: runs, duration_ms, output, scope_name, protocol)";
+      *error = "unknown key " + json_string(shown) +
+               " (known: runs, duration_ms, output, scope_name, protocol, filter)";
       return false;
     }
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace epprof::capture {
 
@@ -13,12 +14,24 @@ constexpr size_t kMaxRequestBytes = 64 * 1024;
 constexpr uint64_t kMaxRuns = 1000000;
 constexpr int64_t kMaxDurationMs = 86400000;  // a day
 constexpr size_t kMaxScopeName = 256;
+constexpr size_t kMaxFilterName = 1024;    // a name or regular expression of a filter
+constexpr size_t kMaxFilterNames = 1024;   // names in one list
+
+// The request's "filter" (epprof_trace_filter's vocabulary), as text; its
+// regular expressions are known to compile.
+struct FilterRequest {
+  bool present = false;        // the request has a "filter" that sets something
+  uint32_t categories = 0;     // bit (1u << epprof_category) per category; 0: all
+  std::vector<std::string> op_types, node_names, ep_names;
+  std::string node_name_regex, kernel_name_regex;  // empty: none
+};
 
 struct Request {
   uint64_t runs = 0;         // exactly one of runs and duration_ms is nonzero
   int64_t duration_ms = 0;
   std::string output;        // absolute path
   std::string scope_name = "capture";
+  FilterRequest filter;
 };
 
 // Parses one request line (without its newline). On failure returns false

@@ -16,6 +16,7 @@
 #include "core/args.h"
 #include "core/intern.h"
 #include "core/clock.h"
+#include "core/name_filter.h"
 #include "core/recorder.h"
 #include "epprof/profiler.h"
 
@@ -25,6 +26,13 @@ class AtomicFile;
 
 namespace epprof::core {
 
+// What the trace leaves out (epprof_trace_filter); scope/trace_filter.*
+// applies it on the way out.
+struct TraceFilterSettings {
+  uint32_t categories = 0;  // bit (1u << epprof_category) per category kept; 0: all
+  NameFilter names;
+};
+
 struct ProfilerConfig {
   std::string trace_path;
   std::string scope_name = "profile";
@@ -33,6 +41,7 @@ struct ProfilerConfig {
   std::string spill_dir;
   bool integer_timestamps = false;
   bool sqlite = false;  // a SQLite database rather than JSON
+  std::shared_ptr<const TraceFilterSettings> filter;  // nullptr: the trace is whole
 };
 
 // What an event needs to know about its profiler, kept in one word beside

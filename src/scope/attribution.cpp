@@ -11,7 +11,7 @@ Attribution::Attribution(const DeviceEvents& device) {
   for (const DeviceEvent& d : device.events)
     if (d.event->correlation_id)
       by_id_.emplace(d.event->correlation_id,
-                     exporter::Attribution{d.event->correlation_id, false, false, {}, {}, {}, 0, 0});
+                     Entry{exporter::Attribution{d.event->correlation_id, false, false, {}, {}, {}, 0, 0}});
 }
 
 void Attribution::resolve(exporter::Attribution& a, const core::Record& r, std::string_view name, int64_t tid,
@@ -39,13 +39,20 @@ void Attribution::resolve(exporter::Attribution& a, const core::Record& r, std::
 const exporter::Attribution* Attribution::of(const epprof_event& e) {
   static const exporter::Attribution kNoId{};
   if (e.correlation_id) {
-    const exporter::Attribution* a = &by_id_.at(e.correlation_id);
+    const exporter::Attribution* a = &by_id_.at(e.correlation_id).a;
     if (!a->resolved) ++unattributed_;
     return a;
   }
   if (!is_device_category(e.category)) return nullptr;
   ++unattributed_;
   return &kNoId;
+}
+
+std::string_view node_of_event(std::string_view name) {
+  constexpr std::string_view kSuffix = "_kernel_time";  // ONNX Runtime's node event names
+  if (name.size() > kSuffix.size() && name.substr(name.size() - kSuffix.size()) == kSuffix)
+    name.remove_suffix(kSuffix.size());
+  return name;
 }
 
 epprof_record session_record(const epprof_event& e, const exporter::Attribution* a, uint32_t ep, int64_t t0) {
@@ -60,11 +67,7 @@ epprof_record session_record(const epprof_event& e, const exporter::Attribution*
   r.ep = ep;
   r.node_index = EPPROF_RECORD_NO_NODE;
   if (a && a->is_node) {
-    std::string_view node = a->parent_name;
-    constexpr std::string_view kSuffix = "_kernel_time";  // ONNX Runtime's node event names
-    if (node.size() > kSuffix.size() && node.substr(node.size() - kSuffix.size()) == kSuffix)
-      node.remove_suffix(kSuffix.size());
-    r.node = core::intern(node);
+    r.node = core::intern(node_of_event(a->parent_name));
     r.op_type = core::intern(a->op_name);
     char* end = nullptr;
     const unsigned long index = std::strtoul(a->node_index.c_str(), &end, 10);

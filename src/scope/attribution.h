@@ -22,18 +22,27 @@ class Attribution {
   explicit Attribution(const DeviceEvents& device);
 
   // Offers a host event, in merged order (cheap when no device event
-  // names its id).
-  void host_event(const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns) {
+  // names its id). `kept`: whether the trace keeps it (trace_filter.*).
+  void host_event(const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns, bool kept) {
     if (by_id_.empty()) return;
     auto it = by_id_.find(r.correlation_id);
-    if (it != by_id_.end() && !it->second.resolved) resolve(it->second, r, name, tid, ts_ns);
+    if (it != by_id_.end() && !it->second.a.resolved) {
+      resolve(it->second.a, r, name, tid, ts_ns);
+      it->second.left_out = !kept;
+    }
   }
 
   // Whether `e` names an id that no host event offered so far has (one
   // may still come).
   bool waiting(const epprof_event& e) const {
     auto it = by_id_.find(e.correlation_id);
-    return e.correlation_id && it != by_id_.end() && !it->second.resolved;
+    return e.correlation_id && it != by_id_.end() && !it->second.a.resolved;
+  }
+
+  // Whether the host event `e` is attributed to was left out of the trace.
+  bool host_left_out(const epprof_event& e) const {
+    auto it = e.correlation_id ? by_id_.find(e.correlation_id) : by_id_.end();
+    return it != by_id_.end() && it->second.left_out;
   }
 
   // What device event `e` is attributed to: nullptr for a non-device event
@@ -46,9 +55,17 @@ class Attribution {
   static void resolve(exporter::Attribution& a, const core::Record& r, std::string_view name, int64_t tid,
                       int64_t ts_ns);
 
-  std::unordered_map<uint64_t, exporter::Attribution> by_id_;  // only ids device events name
+  struct Entry {
+    exporter::Attribution a;
+    bool left_out = false;  // the host event that resolved it is not in the trace
+  };
+  std::unordered_map<uint64_t, Entry> by_id_;  // only ids device events name
   uint64_t unattributed_ = 0;
 };
+
+// The node an ONNX Runtime node event is of: "<node>_kernel_time" names
+// <node>; another name is the node's own.
+std::string_view node_of_event(std::string_view event_name);
 
 // A device event as a session record (epprof/session.h), with its
 // attribution; `t0` turns the trace's relative time back into host-clock

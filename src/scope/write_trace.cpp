@@ -18,6 +18,7 @@
 #include "scope/attribution.h"
 #include "scope/device_events.h"
 #include "scope/memory.h"
+#include "scope/trace_filter.h"
 
 namespace epprof::scope {
 namespace {
@@ -32,6 +33,7 @@ struct Counts {
   uint64_t device_events = 0;
   uint64_t unattributed = 0;
   uint64_t plugin_errors = 0;
+  uint64_t filtered = 0;         // events the trace filter left out
   core::RecorderStats recorder;  // once the host events are merged
 };
 
@@ -51,9 +53,12 @@ struct Counts {
 // clock running early) waits until every host event was read.
 class EndOrder {
  public:
+  // `filter`: what the trace leaves out; nullptr: nothing.
   EndOrder(core::Profiler& p, const core::TickConverter& conv, int64_t pid, const DeviceEvents& device,
-           exporter::TraceSink& sink, Attribution& attribution)
-      : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution),
+           exporter::TraceSink& sink, Attribution& attribution, TraceFilter* filter)
+      : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution), filter_(filter),
+        keep_memory_(!filter || filter->keeps(EPPROF_CATEGORY_MEMORY)),
+        keep_counters_(!filter || filter->keeps(EPPROF_CATEGORY_COUNTER)),
         t0_(p.start_pair().ns), notes_(take_annotations(&p)) {
     const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
     if (subscriber && subscriber->wants()) {
@@ -89,14 +94,18 @@ class EndOrder {
       if (r->flags & core::kRecordMemory) {  // a point in time, on its device's counter track
         write_ended_before(e.ts);
         const MemoryLedger::Sample sample = memory_->memory_event(*r, e.tid, e.ts);
-        sink_.counter(pid_, e.tid, e.ts, sample.track, sample.value);
+        if (keep_memory_) sink_.counter(pid_, e.tid, e.ts, sample.track, sample.value);
         continue;
       }
       e.dur = (r->flags & core::kRecordDurationNs) ? int64_t(r->dur) : conv_.duration_ns(r->dur);
       e.seq = ++read_;
-      attribution_.host_event(*r, name_of(*r), e.tid, e.ts);
+      // An event left out still owns its memory and resolves its device
+      // work's attribution (which is then left out with it).
+      const bool kept = !filter_ || filter_->keep_host(*r);
+      attribution_.host_event(*r, name_of(*r), e.tid, e.ts, kept);
       if (memory_) memory_->host_event(*r, e.tid, e.ts, e.end());
       write_ended_before(e.ts);
+      if (!kept) continue;
       if (stable) {
         e.rec = r;
       } else {  // a spilled run's buffer: keep a copy
@@ -147,7 +156,7 @@ class EndOrder {
       if (d.event->ts_ns >= limit) return;
       ++next_memory_;
       MemoryLedger::Sample sample;
-      if (!memory_->plugin_event(*d.event, &sample)) continue;
+      if (!memory_->plugin_event(*d.event, &sample) || !keep_memory_) continue;
       write_ended_before(d.event->ts_ns);
       sink_.counter(pid_, d.tid, d.event->ts_ns, sample.track, sample.value);
     }
@@ -194,7 +203,7 @@ class EndOrder {
       auto note = notes_.find(r.correlation_id);
       if (note != notes_.end() && !note->second.empty()) extra = &note->second;
     }
-    if (memory_ && r.category == EPPROF_CATEGORY_NODE) {
+    if (memory_ && keep_memory_ && r.category == EPPROF_CATEGORY_NODE) {
       with_memory_.clear();
       if (extra) with_memory_ = *extra;
       memory_->node_args(r.correlation_id, &with_memory_);
@@ -202,7 +211,7 @@ class EndOrder {
     }
     sink_.host_event({r.category, name, pid_, e.tid, e.ts, e.dur, r.correlation_id, &r, extra});
     if (extra) {
-      if (r.category == EPPROF_CATEGORY_NODE)
+      if (r.category == EPPROF_CATEGORY_NODE && keep_counters_)
         for (const auto& x : *extra)
           if (x.number) sink_.counter(pid_, e.tid, e.ts, x.key, x.value);
       notes_.erase(r.correlation_id);
@@ -213,17 +222,19 @@ class EndOrder {
   // A device event with its attribution, a flow from the attributed host
   // event to it, and its session record. Device work with no id, or an id
   // no host event of this scope has, is kept, marked unattributed and
-  // counted.
+  // counted. Sessions get the record of every device event, whatever the
+  // trace filter leaves out.
   void write_device(uint32_t index) {
     const DeviceEvent& d = device_.events[index];
     const epprof_event& e = *d.event;
     const exporter::Attribution* a = attribution_.of(e);
     const bool on_device = is_device_category(e.category);
+    if (subscriber_ && on_device)
+      session_records_.push_back(session_record(e, a, ep_names_[d.plugin], p_.start_pair().ns));
+    if (filter_ && !filter_->keep_plugin(e, !attribution_.host_left_out(e))) return;
     sink_.device_event({uint8_t(e.category), e.name, on_device ? pid_ : e.pid, d.tid, e.ts_ns, e.dur_ns, &e.keys,
                         &e.values, a});
     if (a && a->resolved && on_device) sink_.flow(++flow_id_, pid_, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
-    if (subscriber_ && on_device)
-      session_records_.push_back(session_record(e, a, ep_names_[d.plugin], p_.start_pair().ns));
   }
 
   core::Profiler& p_;
@@ -232,6 +243,8 @@ class EndOrder {
   const DeviceEvents& device_;
   exporter::TraceSink& sink_;
   Attribution& attribution_;
+  TraceFilter* const filter_;
+  const bool keep_memory_, keep_counters_;  // what the filter keeps besides events
   std::unique_ptr<MemoryLedger> memory_;  // nullptr: the scope recorded no memory event
   const int64_t t0_;
   Annotations notes_;
@@ -252,8 +265,8 @@ class EndOrder {
 
 // Stage 5's last items: track names and the metadata record.
 void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& conv, const DeviceEvents& device,
-                               const Counts& counts, const MemoryLedger* memory, int64_t pid,
-                               exporter::TraceSink& sink) {
+                               const Counts& counts, const MemoryLedger* memory, const TraceFilter* filter,
+                               int64_t pid, exporter::TraceSink& sink) {
   sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
   for (const auto& s : p.recorder().streams()) {
@@ -282,6 +295,11 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
   meta.emplace_back("dropped_events", MetaValue::string(std::to_string(rs.dropped_events)));
   meta.emplace_back("unattributed_device_events", MetaValue::string(std::to_string(counts.unattributed)));
   meta.emplace_back("spilled_bytes", MetaValue::string(std::to_string(rs.spilled_bytes)));
+  // A filtered trace says it is partial, and what it left out.
+  if (filter) {
+    meta.emplace_back("filtered_events", MetaValue::string(std::to_string(counts.filtered)));
+    meta.emplace_back("filter", filter->metadata());
+  }
   if (std::string err = p.recorder().spill_error(); !err.empty())
     meta.emplace_back("spill_error", MetaValue::string(err));
   MetaValue plugins = MetaValue::object();
@@ -325,14 +343,20 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
   else
     sink_owner = std::make_unique<exporter::ChromeTraceSink>(p.file().fd(), p.config().integer_timestamps);
   exporter::TraceSink& sink = *sink_owner;
+  std::unique_ptr<TraceFilter> filter;
+  if (p.config().filter) filter = std::make_unique<TraceFilter>(*p.config().filter);
   Counts counts;
-  EndOrder order(p, conv, pid, device, sink, attribution);
+  EndOrder order(p, conv, pid, device, sink, attribution, filter.get());
   counts.host_events = order.run();
   counts.device_events = device.events.size();
+  if (filter) {
+    counts.device_events -= filter->plugin_left_out();
+    counts.filtered = filter->host_left_out() + filter->plugin_left_out();
+  }
   counts.unattributed = attribution.unattributed();
   counts.recorder = p.recorder().stats();
   for (const auto& ep : p.eps()) counts.plugin_errors += ep->error_count();
-  write_tracks_and_metadata(p, conv, device, counts, order.memory(), pid, sink);
+  write_tracks_and_metadata(p, conv, device, counts, order.memory(), filter.get(), pid, sink);
 
   std::string error;
   if (!sink.finish(&error) || !p.file().commit(&error))
@@ -348,6 +372,7 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
     out.unattributed_device_events = counts.unattributed;
     out.spilled_bytes = rs.spilled_bytes;
     out.plugin_errors = counts.plugin_errors;
+    out.filtered_events = counts.filtered;
     std::memcpy(stats, &out, std::min(stats->size, sizeof out));
     stats->size = std::min(stats->size, sizeof out);
   }

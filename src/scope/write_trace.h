@@ -3,6 +3,8 @@
 //   1. collect   the EP profilers' events          (scope/device_events.*)
 //   2. merge     the host streams, by time         (core/merge.*)
 //   3. attribute device events to host events      (scope/attribution.*)
+//      and filter: what the trace leaves out, judged as events are read
+//      and written, so every sink gets the same events (scope/trace_filter.*)
 //   4. flows     node → device work, and sessions, with every event
 //                put in end-time order as ONNX Runtime writes it (here)
 //   5. sinks     the trace writer                  (export/*, behind exporter::TraceSink)

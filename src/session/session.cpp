@@ -10,69 +10,16 @@
 #include "scope/write_trace.h"
 
 namespace epprof::session {
-namespace {
-
-bool contains(const std::vector<uint32_t>& v, uint32_t id) noexcept {
-  for (uint32_t x : v)
-    if (x == id) return true;
-  return false;
-}
-
-}  // namespace
-
-NameRegex::NameRegex(const std::string& pattern)
-    : re_(pattern, std::regex::ECMAScript | std::regex::optimize) {}
-
-bool NameRegex::matches(uint32_t id) const noexcept {
-  const uint32_t page = id >> kPageBits;
-  if (page >= kPages) return false;
-  std::atomic<uint8_t>* p = pages_[page].load(std::memory_order_acquire);
-  if (!p) {
-    try {
-      std::lock_guard<std::mutex> lock(alloc_mu_);
-      p = pages_[page].load(std::memory_order_relaxed);
-      if (!p) {
-        owned_.emplace_back(new std::atomic<uint8_t>[size_t(1) << kPageBits]());
-        p = owned_.back().get();
-        pages_[page].store(p, std::memory_order_release);
-      }
-    } catch (...) {
-      return false;  // out of memory: treat as no match
-    }
-  }
-  std::atomic<uint8_t>& e = p[id & ((1u << kPageBits) - 1)];
-  uint8_t v = e.load(std::memory_order_relaxed);
-  if (v == 0) {
-    const std::string* name = core::interned(id);
-    bool m = false;
-    try {
-      m = name && std::regex_match(*name, re_);
-    } catch (...) {
-      m = false;  // regex engine limits (very long names): no match
-    }
-    v = m ? 1 : 2;
-    e.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
-}
-
 bool Filters::accepts(const epprof_record& r) const noexcept {
   if (kinds && (r.kind >= 32 || !((kinds >> r.kind) & 1u))) return false;
   if (categories && (r.category >= 32 || !((categories >> r.category) & 1u))) return false;
-  if (!counter_names.empty() && r.kind == EPPROF_RECORD_COUNTER && !contains(counter_names, r.name))
+  if (!counter_names.empty() && r.kind == EPPROF_RECORD_COUNTER && !core::contains_name(counter_names, r.name))
     return false;
   return accepts_names(r);
 }
 
 bool Filters::accepts_names(const epprof_record& r) const noexcept {
-  if (!op_types.empty() && (r.op_type == 0 || !contains(op_types, r.op_type))) return false;
-  if (!node_names.empty() || node_regex) {
-    if (r.node == 0) return false;
-    if (!contains(node_names, r.node) && !(node_regex && node_regex->matches(r.node))) return false;
-  }
-  if (!ep_names.empty() && (r.ep == 0 || !contains(ep_names, r.ep))) return false;
-  if (kernel_regex && (r.kernel == 0 || !kernel_regex->matches(r.kernel))) return false;
-  return true;
+  return names.accepts_node(r.op_type, r.node, r.ep) && names.accepts_kernel(r.kernel);
 }
 
 Session::Session(SessionSettings settings, Filters filters)

@@ -3,18 +3,17 @@
 // trace file, and the session's part of the dispatch counting service.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "core/name_filter.h"
 #include "epprof/session.h"
 
 namespace epprof::core {
@@ -26,28 +25,11 @@ namespace epprof::session {
 
 static_assert(sizeof(epprof_record) == 96, "epprof_record is 96 bytes");
 
-// A regular expression over interned names, evaluated once per name id and
-// remembered (lock-free; entries are written once with the same value).
-class NameRegex {
- public:
-  NameRegex(const std::string& pattern);  // throws std::regex_error
-  bool matches(uint32_t id) const noexcept;
-
- private:
-  static constexpr uint32_t kPageBits = 12;
-  static constexpr uint32_t kPages = (1u << 22) >> kPageBits;
-  std::regex re_;
-  // 0 unknown, 1 match, 2 no match
-  mutable std::array<std::atomic<std::atomic<uint8_t>*>, kPages> pages_{};
-  mutable std::mutex alloc_mu_;
-  mutable std::vector<std::unique_ptr<std::atomic<uint8_t>[]>> owned_;
-};
-
 struct Filters {
   uint32_t categories = 0;
   uint32_t kinds = 0;
-  std::vector<uint32_t> op_types, node_names, ep_names, counter_names;
-  std::unique_ptr<NameRegex> node_regex, kernel_regex;
+  std::vector<uint32_t> counter_names;
+  core::NameFilter names;
   uint64_t dispatch_skip = 0, dispatch_count = 0;
 
   // Every filter but the dispatch range.

@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <stdexcept>
 #include <thread>
 
@@ -95,31 +94,9 @@ epprof_status* own_callback(const char* fn) {
                           std::string(fn) + ": called from the session's own callback, which would wait for itself");
 }
 
-// Interns a name list; a NULL entry is an error naming it.
-epprof_status* intern_list(const char* fn, const char* what, const char* const* names, size_t n,
-                           std::vector<uint32_t>& out) {
-  if (n && !names) return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + what + " is NULL with num_" + what + " = " + std::to_string(n));
-  for (size_t i = 0; i < n; ++i) {
-    if (!names[i])
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
-                              std::string(fn) + ": " + what + "[" + std::to_string(i) + "] is NULL");
-    const uint32_t id = core::intern(names[i]);
-    if (!id) return abi::make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": the string table is full");
-    out.push_back(id);
-  }
-  return nullptr;
-}
-
-epprof_status* compile(const char* fn, const char* what, const char* pattern, std::unique_ptr<NameRegex>& out) {
-  if (!pattern) return nullptr;
-  try {
-    out = std::make_unique<NameRegex>(pattern);
-  } catch (const std::regex_error& e) {
-    return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + what + " '" + pattern +
-                                                         "' is not a valid ECMAScript regular expression: " +
-                                                         e.what());
-  }
-  return nullptr;
+// A filter's error as a status of `fn`.
+epprof_status* filter_status(const char* fn, const core::FilterError& e) {
+  return abi::make_status(e.code, std::string(fn) + ": " + e.message);
 }
 
 uint64_t round_down_pow2(uint64_t v) {
@@ -236,13 +213,10 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
   f.kinds = c.record_kinds;
   f.dispatch_skip = c.dispatch_skip;
   f.dispatch_count = c.dispatch_count;
-  if (epprof_status* e = es::intern_list(fn, "op_types", c.op_types, c.num_op_types, f.op_types)) return e;
-  if (epprof_status* e = es::intern_list(fn, "node_names", c.node_names, c.num_node_names, f.node_names)) return e;
-  if (epprof_status* e = es::intern_list(fn, "ep_names", c.ep_names, c.num_ep_names, f.ep_names)) return e;
-  if (epprof_status* e = es::intern_list(fn, "counter_names", c.counter_names, c.num_counter_names, f.counter_names))
-    return e;
-  if (epprof_status* e = es::compile(fn, "node_name_regex", c.node_name_regex, f.node_regex)) return e;
-  if (epprof_status* e = es::compile(fn, "kernel_name_regex", c.kernel_name_regex, f.kernel_regex)) return e;
+  namespace ec = epprof::core;
+  if (const auto e = ec::build_name_filter(ec::name_filter_lists(c), &f.names)) return es::filter_status(fn, e);
+  if (const auto e = ec::intern_names("counter_names", c.counter_names, c.num_counter_names, &f.counter_names))
+    return es::filter_status(fn, e);
 
   std::shared_ptr<es::Session> s;
   try {

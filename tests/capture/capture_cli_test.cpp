@@ -213,6 +213,161 @@ TEST(CaptureCli, ACaptureWithDeviceTracingOnTheOpenClEpIsAttributed) {
 }
 #endif
 
+// ---- filtered captures ----
+
+// What a trace holds, for comparing a filtered capture with a whole one.
+struct TraceCounts {
+  std::map<std::string, size_t> nodes_by_op;  // node events per op_name
+  std::map<std::string, std::string> op_of;   // node correlation id → op_name
+  size_t runs = 0, device = 0;
+  std::map<std::string, size_t> device_by_op;  // device events per op_name of their node
+  uint64_t host_events = 0, device_events = 0;
+  std::string filtered_events, filter;
+};
+
+TraceCounts counts_of(const std::string& path) {
+  TraceCounts c;
+  const auto events = epprof::testing::read_trace(path);
+  for (const auto& e : events)
+    if (e.cat == "Node" && e.ph == "X") {
+      ++c.nodes_by_op[e.arg("op_name")];
+      c.op_of[e.arg("correlation_id")] = e.arg("op_name");
+    }
+  for (const auto& e : events) {
+    if (e.name == "model_run" && e.ph == "X") ++c.runs;
+    if ((e.cat == "Kernel" || e.cat == "Memcpy") && e.ph == "X") {
+      ++c.device;
+      auto it = c.op_of.find(e.arg("correlation_id"));
+      ++c.device_by_op[it == c.op_of.end() ? "(no node)" : it->second];
+    }
+    if (e.name == "epprof_metadata") {
+      c.host_events = std::stoull(e.arg("host_events"));
+      c.device_events = std::stoull(e.arg("device_events"));
+      c.filtered_events = e.arg("filtered_events");
+      const size_t at = e.args_json.find("\"filter\":");
+      if (at != std::string::npos) c.filter = e.args_json.substr(at, e.args_json.find('}', at) - at + 1);
+    }
+  }
+  return c;
+}
+
+void expect_valid(const std::string& trace) {
+  const auto v = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " validate " + trace);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+}
+
+// "... 123 events left out" in the command's output -> 123
+std::string left_out_in(const std::string& out) {
+  const size_t at = out.find(" events left out");
+  if (at == std::string::npos) return "";
+  const size_t start = out.rfind(' ', at - 1) + 1;
+  return out.substr(start, at - start);
+}
+
+// A capture of N runs with --op-types Conv against one of N runs without:
+// the node events are the Conv ones, all of them, the runs are all there,
+// and what was left out is what the whole trace had more.
+void expect_conv_only(const Server& server, const TempDir& dir, const std::string& ext, bool with_device) {
+  SCOPED_TRACE(ext);
+  const std::string whole = dir.file("whole" + ext + ".json"), conv = dir.file("conv" + ext);
+  auto r = capture(server, {"--runs", "3", "--output", whole});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "filtered")) << r.output;
+  r = capture(server, {"--runs", "3", "--output", conv, "--op-types", "Conv"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_valid(conv);
+  TraceCounts w = counts_of(whole);
+  ASSERT_GT(w.nodes_by_op["Conv"], 0u) << "the model has Conv nodes";
+  ASSERT_GT(w.nodes_by_op.size(), 1u) << "and others";
+  EXPECT_EQ(w.runs, 3u);
+  EXPECT_TRUE(w.filter.empty());
+  // The database reads as its JSON would (the report library's reader).
+  const std::string conv_json = ext == ".db" ? dir.file("conv_db.json") : conv;
+  if (ext == ".db") {
+    const auto c = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " convert " + conv + " " +
+                                              conv_json);
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+  }
+  const TraceCounts f = counts_of(conv_json);
+  EXPECT_EQ(f.nodes_by_op, (std::map<std::string, size_t>{{"Conv", w.nodes_by_op["Conv"]}}));
+  EXPECT_EQ(f.runs, 3u) << "runs are kept";
+  if (with_device) {
+    EXPECT_GT(w.device_by_op["Conv"], 0u);
+    EXPECT_EQ(f.device_by_op, (std::map<std::string, size_t>{{"Conv", w.device_by_op["Conv"]}}))
+        << "device events of kept nodes, all of them, and no others";
+  }
+  const uint64_t left_out = w.host_events + w.device_events - f.host_events - f.device_events;
+  EXPECT_GT(left_out, 0u);
+  EXPECT_EQ(f.filtered_events, std::to_string(left_out));
+  EXPECT_TRUE(contains(f.filter, "\"op_types\":[\"Conv\"]")) << f.filter;
+  EXPECT_TRUE(contains(r.output, "filtered")) << r.output;
+  EXPECT_EQ(left_out_in(r.output), std::to_string(left_out)) << r.output;
+  EXPECT_TRUE(server.output().find("events left out") != std::string::npos) << server.output();
+}
+
+TEST(CaptureCli, AFilteredCaptureHoldsOnlyTheMatchingNodesAndTheRuns) {
+  TempDir dir;
+  Server server(dir, {}, "serve", kModels + "/cnn.onnx");
+  ASSERT_TRUE(server.ready()) << server.output();
+  expect_conv_only(server, dir, ".json", false);
+  expect_conv_only(server, dir, ".db", false);
+  // Several filters, AND-combined: Conv nodes whose name matches nothing.
+  const std::string none = dir.file("none.json");
+  const auto r = capture(server, {"--runs", "1", "--output", none, "--op-types", "Conv", "--node-regex",
+                                  "no such node", "--categories", "session,node,memory"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_valid(none);
+  const TraceCounts c = counts_of(none);
+  EXPECT_TRUE(c.nodes_by_op.empty());
+  EXPECT_EQ(c.runs, 1u);
+  EXPECT_TRUE(contains(c.filter, "\"categories\":[\"session\",\"node\",\"memory\"]")) << c.filter;
+  EXPECT_TRUE(contains(c.filter, "\"node_name_regex\":\"no such node\"")) << c.filter;
+}
+
+#ifdef EPPROF_HAVE_OPENCL_EP
+TEST(CaptureCli, AFilteredCaptureOnTheOpenClEpKeepsTheDeviceWorkOfKeptNodesOnly) {
+  TempDir dir;
+  Server server(dir, {"--ep", "opencl,cpu"}, "serve", kModels + "/cnn.onnx");
+  ASSERT_TRUE(server.ready()) << server.output();
+  if (contains(server.output(), "not used")) GTEST_SKIP() << "the OpenCL EP is refused here: " << server.output();
+  expect_conv_only(server, dir, ".json", true);
+}
+#endif
+
+TEST(CaptureCli, BadFilterOptionsAreUsageErrors) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--op-types"}, "--op-types needs a comma-separated list"},
+      {{"--op-types", ""}, "--op-types needs a comma-separated list"},
+      {{"--op-types", "Conv,,Relu"}, "--op-types 'Conv,,Relu' has an empty name"},
+      {{"--nodes", "a", "--nodes", "b"}, "--nodes is given twice"},
+      {{"--categories", "node,device"}, "--categories: 'device' is not a category (one of session, node, kernel, api, "
+                                        "memcpy, counter, memory)"},
+      {{"--node-regex", "("}, "--node-regex '(' is not a valid ECMAScript regular expression"},
+      {{"--kernel-regex", "[b-a]"}, "--kernel-regex '[b-a]' is not a valid ECMAScript regular expression"},
+      {{"--eps", std::string(2000, 'x')}, "--eps: a name is longer than 1024 bytes"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string cmd = epprof::testing::shell_quote(kCli) + " capture 1";
+    for (const auto& a : args) cmd += " " + epprof::testing::shell_quote(a);
+    const auto r = epprof::testing::run_shell(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, message)) << cmd << "\n" << r.output;
+  }
+  // Lists too long for one request line are refused before connecting.
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += (i ? "," : "") + std::string(1000, 'a' + i % 26);
+  TempDir dir;
+  const auto big = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " capture 1 --output " +
+                                              dir.file("t.json") + " --op-types " + many);
+  EXPECT_EQ(big.exit_code, 1) << big.output;
+  EXPECT_TRUE(contains(big.output, "more than a listener takes (65536)")) << big.output;
+  const auto help = epprof::testing::run_shell(epprof::testing::shell_quote(kCli) + " capture --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* flag : {"--op-types LIST", "--nodes LIST", "--node-regex RE", "--eps LIST", "--kernel-regex RE",
+                           "--categories LIST", "always kept", "e.g. epprof capture"})
+    EXPECT_TRUE(contains(help.output, flag)) << flag;
+}
+
 TEST(CaptureCli, AnotherUidIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run the client as another uid (nobody)";
   const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups ";

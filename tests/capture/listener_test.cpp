@@ -98,6 +98,65 @@ TEST(CaptureRequest, RefusesMalformedRequestsNamingTheProblem) {
   EXPECT_NE(error.find("longer than 256"), std::string::npos) << error;
 }
 
+TEST(CaptureRequest, ParsesAFilter) {
+  Request r;
+  std::string error;
+  ASSERT_TRUE(parse_request(R"({"runs":2,"output":"/t.json","filter":{"categories":["node","kernel","memory"],)"
+                            R"("op_types":["Conv","Gemm"],"node_names":["a b"],"node_name_regex":"conv_[0-9]+",)"
+                            R"("ep_names":["CPUExecutionProvider"],"kernel_name_regex":".*gemm.*"}})",
+                            &r, &error))
+      << error;
+  const auto& f = r.filter;
+  EXPECT_TRUE(f.present);
+  EXPECT_EQ(f.categories,
+            (1u << EPPROF_CATEGORY_NODE) | (1u << EPPROF_CATEGORY_KERNEL) | (1u << EPPROF_CATEGORY_MEMORY));
+  EXPECT_EQ(f.op_types, (std::vector<std::string>{"Conv", "Gemm"}));
+  EXPECT_EQ(f.node_names, std::vector<std::string>{"a b"});
+  EXPECT_EQ(f.node_name_regex, "conv_[0-9]+");
+  EXPECT_EQ(f.ep_names, std::vector<std::string>{"CPUExecutionProvider"});
+  EXPECT_EQ(f.kernel_name_regex, ".*gemm.*");
+  // Every category the library names is accepted by that name.
+  for (uint32_t c = 0; c < EPPROF_CATEGORY_COUNT_; ++c) {
+    const std::string line = std::string(R"({"runs":1,"output":"/t","filter":{"categories":[")") +
+                             epprof_category_name(epprof_category(c)) + "\"]}}";
+    ASSERT_TRUE(parse_request(line, &r, &error)) << error;
+    EXPECT_EQ(r.filter.categories, 1u << c);
+  }
+  // No filter, or one that sets nothing: the trace is whole.
+  ASSERT_TRUE(parse_request(R"({"runs":1,"output":"/t","filter":{}})", &r, &error)) << error;
+  EXPECT_FALSE(r.filter.present);
+  ASSERT_TRUE(parse_request(R"({"runs":1,"output":"/t"})", &r, &error)) << error;
+  EXPECT_FALSE(r.filter.present);
+}
+
+TEST(CaptureRequest, RefusesMalformedFiltersNamingTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("filter":[])", "'filter' must be an object, not an array"},
+      {R"("filter":{"bogus":1})", "unknown key \"filter.bogus\""},
+      {R"("filter":{"op_types":["A"],"op_types":["B"]})", "duplicate key 'filter.op_types'"},
+      {R"("filter":{"op_types":"Conv"})", "'filter.op_types' must be an array of strings, not a string"},
+      {R"("filter":{"op_types":[]})", "'filter.op_types' must list 1..1024 names"},
+      {R"("filter":{"node_names":["a",3]})", "'filter.node_names[1]' must be a string, not an integer"},
+      {R"("filter":{"ep_names":[""]})", "'filter.ep_names[0]' is empty"},
+      {R"("filter":{"op_types":["a\u0000"]})", "'filter.op_types[0]' holds a NUL byte"},
+      {R"("filter":{"categories":["node","device"]})", "'filter.categories[1]' is not a category: \"device\""},
+      {R"("filter":{"categories":["Node"]})", "known: session, node, kernel, api, memcpy, counter, memory"},
+      {R"("filter":{"node_name_regex":"("})", "'filter.node_name_regex' is not a valid ECMAScript regular expression"},
+      {R"("filter":{"kernel_name_regex":"[z-a]"})", "'filter.kernel_name_regex' is not a valid"},
+      {R"("filter":{"kernel_name_regex":""})", "(it is empty)"},
+      {R"("filter":{"node_name_regex":7})", "'filter.node_name_regex' must be a string, not an integer"},
+      {R"("filter":{"op_types":[")" + std::string(1100, 'x') + "\"]}",
+       "'filter.op_types[0]' is longer than 1024 bytes"},
+  };
+  for (const auto& [filter, expected] : cases) {
+    const std::string line = R"({"runs":1,"output":"/t",)" + filter + "}";
+    Request r;
+    std::string error;
+    EXPECT_FALSE(parse_request(line, &r, &error)) << line;
+    EXPECT_NE(error.find(expected), std::string::npos) << "request: " << line << "\nerror: " << error;
+  }
+}
+
 TEST(CaptureRequest, JsonStringEscapesAndReplacesInvalidUtf8) {
   using epprof::capture::json_string;
   EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\u000a\\u0001\"");
@@ -318,6 +377,76 @@ TEST_F(ListenerTest, RequestTakeCompleteRoundTrip) {
   EXPECT_EQ(c.line(1000), "");
   EXPECT_TRUE(c.eof());
   EXPECT_EQ(take(epprof_listener_complete(l_, r.request_id, &res)).code, EPPROF_FAILED_PRECONDITION);
+}
+
+// The request's filter reaches the host as an epprof_trace_filter, whole,
+// and the done line says how much the trace left out.
+TEST_F(ListenerTest, AFilterIsHandedToTheHostAndItsCountToTheClient) {
+  Client c(path_);
+  c.send(R"({"runs":1,"output":"/x/t.json","filter":{"categories":["node","kernel"],"op_types":["Conv","Relu"],)"
+         R"("node_names":["n1"],"node_name_regex":"n.*","ep_names":["E"],"kernel_name_regex":"k.*"}})" "\n");
+  EXPECT_TRUE(contains(c.line(), "\"event\":\"accepted\""));
+  ASSERT_TRUE(wait_pending(l_, 1));
+  epprof_capture_request r{};
+  r.size = sizeof r;
+  EPPROF_ASSERT_OK(epprof_listener_take(l_, &r));
+  ASSERT_NE(r.filter, nullptr);
+  const epprof_trace_filter& f = *r.filter;
+  EXPECT_EQ(f.size, sizeof f);
+  EXPECT_EQ(f.categories, (1u << EPPROF_CATEGORY_NODE) | (1u << EPPROF_CATEGORY_KERNEL));
+  ASSERT_EQ(f.num_op_types, 2u);
+  EXPECT_STREQ(f.op_types[0], "Conv");
+  EXPECT_STREQ(f.op_types[1], "Relu");
+  ASSERT_EQ(f.num_node_names, 1u);
+  EXPECT_STREQ(f.node_names[0], "n1");
+  EXPECT_STREQ(f.node_name_regex, "n.*");
+  ASSERT_EQ(f.num_ep_names, 1u);
+  EXPECT_STREQ(f.ep_names[0], "E");
+  EXPECT_STREQ(f.kernel_name_regex, "k.*");
+  // It is what a profiler takes.
+  TempDir dir;
+  const std::string trace = dir.file("t.json");
+  epprof_profiler_config pc{};
+  pc.size = sizeof pc;
+  pc.trace_path = trace.c_str();
+  pc.filter = r.filter;
+  epprof_profiler_t p{};
+  EPPROF_ASSERT_OK(epprof_profiler_create(&pc, &p));
+  EPPROF_EXPECT_OK(epprof_profiler_destroy(p));
+  epprof_capture_result res{};
+  res.size = sizeof res;
+  res.runs = 1;
+  res.host_events = 3;
+  res.filtered_events = 17;
+  EPPROF_ASSERT_OK(epprof_listener_complete(l_, r.request_id, &res));
+  c.line();  // started
+  const std::string done = c.line();
+  EXPECT_TRUE(contains(done, "\"filtered_events\":17")) << done;
+
+  // Without a filter, the host sees none and the client hears no count.
+  Client d(path_);
+  d.send(request(1));
+  ASSERT_TRUE(wait_pending(l_, 1));
+  epprof_capture_request plain{};
+  plain.size = sizeof plain;
+  EPPROF_ASSERT_OK(epprof_listener_take(l_, &plain));
+  EXPECT_EQ(plain.filter, nullptr);
+  EPPROF_ASSERT_OK(epprof_listener_complete(l_, plain.request_id, &res));
+  d.line();  // accepted
+  d.line();  // started
+  const std::string plain_done = d.line();
+  EXPECT_TRUE(contains(plain_done, "\"event\":\"done\"")) << plain_done;
+  EXPECT_FALSE(contains(plain_done, "filtered_events")) << plain_done;
+}
+
+// A bad filter is refused when the request arrives, before the host sees it.
+TEST_F(ListenerTest, ABadFilterIsRefusedAtOnce) {
+  Client c(path_);
+  c.send(R"({"runs":1,"output":"/x/t.json","filter":{"node_name_regex":"(unclosed"}})" "\n");
+  const std::string reply = c.line();
+  EXPECT_TRUE(contains(reply, "\"event\":\"error\"")) << reply;
+  EXPECT_TRUE(contains(reply, "filter.node_name_regex")) << reply;
+  EXPECT_EQ(epprof_listener_pending(l_), 0u);
 }
 
 TEST_F(ListenerTest, AHostFailureReachesTheClientAsAnError) {

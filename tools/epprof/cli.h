@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace epprof::cli {
 
@@ -34,6 +35,9 @@ int usage_error(const char* command, const std::string& message);
 
 // Parses a decimal integer in [min, max]; false if `text` is not one.
 bool parse_int(const char* text, int64_t min, int64_t max, int64_t* out);
+
+// The items of a comma-separated list, empty ones included ("a,,b": three).
+std::vector<std::string> split_list(const std::string& s);
 
 // The directory holding this executable ("" if unknown).
 std::string executable_dir();

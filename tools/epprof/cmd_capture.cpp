@@ -18,16 +18,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "epprof/profiler.h"
 #include "io/atomic_file.h"
 
 namespace epprof::cli {
 namespace {
 
 constexpr const char* kCommand = "capture";
+// The listener's limits on a filter (epprof/capture.h).
+constexpr size_t kMaxFilterNames = 1024, kMaxFilterName = 1024;
+constexpr size_t kMaxRequestBytes = 64 * 1024;  // one request line, newline included
+
+// What the trace leaves out (the request's "filter"); empty: nothing.
+struct Filter {
+  std::vector<std::string> categories, op_types, node_names, ep_names;
+  std::string node_regex, kernel_regex;
+  bool empty() const {
+    return categories.empty() && op_types.empty() && node_names.empty() && ep_names.empty() && node_regex.empty() &&
+           kernel_regex.empty();
+  }
+};
 
 struct Options {
   int64_t pid = 0;
@@ -38,6 +53,7 @@ struct Options {
   bool timeout_given = false;
   std::string socket_dir;
   std::string scope;
+  Filter filter;
 };
 
 void print_help() {
@@ -70,6 +86,23 @@ void print_help() {
       "                    then /tmp/epprof-<uid>, as the listener chooses)\n"
       "  -h, --help        show this help\n"
       "\n"
+      "filters (the trace keeps what passes all of them; each at most once):\n"
+      "  --op-types LIST   node events of these op types only (Conv,Gemm)\n"
+      "  --nodes LIST      node events of these nodes only (names without commas;\n"
+      "                    with --node-regex, a node passes if either matches)\n"
+      "  --node-regex RE   node events whose node name matches RE (ECMAScript, whole name)\n"
+      "  --eps LIST        node events of these execution providers only\n"
+      "                    (CPUExecutionProvider,OpenCLExecutionProvider)\n"
+      "  --kernel-regex RE device events (kernels, copies, API calls) whose name matches RE\n"
+      "  --categories LIST events of these categories only: session, node, kernel,\n"
+      "                    api, memcpy, counter, memory (memory: the memory-in-use\n"
+      "                    tracks and mem_* args; counter: counter samples)\n"
+      "The runs (model_run and the other session events) are always kept: they are\n"
+      "the trace's timeline. Device events go with the node that launched them: a\n"
+      "node left out takes its device work along. The trace's metadata records the\n"
+      "filter and how many events it left out, and so does the summary printed.\n"
+      "  e.g. epprof capture 4242 --runs 20 --op-types Conv,MatMul --kernel-regex '.*gemm.*'\n"
+      "\n"
       "Only the process's own user may capture it: the socket is in a directory\n"
       "only that user can enter, and the listener checks each peer's uid (root\n"
       "included). One capture at a time: a second is refused while one runs.\n"
@@ -77,6 +110,57 @@ void print_help() {
       "Exit status: 0 when the trace was written; 1 when it was not (no such\n"
       "process, no listener, refused, a capture already in progress, the process\n"
       "exited or failed, timeout: the message says which); 2 for a bad command line.\n");
+}
+
+constexpr int kNotAFilter = -1;
+
+// A filter option at argv[i] (its value at argv[i + 1]): kExitOk, a usage
+// error's code, or kNotAFilter for any other argument.
+int parse_filter(const std::string& a, int argc, char** argv, int& i, Filter& f) {
+  std::vector<std::string>* list = a == "--op-types" ? &f.op_types
+                                   : a == "--nodes"  ? &f.node_names
+                                   : a == "--eps"    ? &f.ep_names
+                                   : a == "--categories" ? &f.categories
+                                                         : nullptr;
+  std::string* regex = a == "--node-regex" ? &f.node_regex : a == "--kernel-regex" ? &f.kernel_regex : nullptr;
+  if (!list && !regex) return kNotAFilter;
+  const char* v = i + 1 < argc ? argv[++i] : nullptr;
+  if (!v || !*v)
+    return usage_error(kCommand, a + (list ? " needs a comma-separated list" : " needs a regular expression"));
+  if (list ? !list->empty() : !regex->empty())
+    return usage_error(kCommand, a + " is given twice; give one " + (list ? "comma-separated list" : "expression"));
+  if (std::strlen(v) > (list ? kMaxFilterNames * (kMaxFilterName + 1) : kMaxFilterName))
+    return usage_error(kCommand, a + " is too long");
+  if (regex) {
+    try {
+      std::regex check(v, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return usage_error(kCommand, a + " '" + v + "' is not a valid ECMAScript regular expression: " + e.what());
+    }
+    *regex = v;
+    return kExitOk;
+  }
+  *list = split_list(v);
+  if (list->size() > kMaxFilterNames)
+    return usage_error(kCommand, a + " lists more than " + std::to_string(kMaxFilterNames) + " names");
+  for (const std::string& name : *list) {
+    if (name.empty()) return usage_error(kCommand, a + " '" + v + "' has an empty name");
+    if (name.size() > kMaxFilterName)
+      return usage_error(kCommand, a + ": a name is longer than " + std::to_string(kMaxFilterName) + " bytes");
+  }
+  if (list == &f.categories) {
+    // The library's names (epprof_category_name), which the listener takes.
+    std::string known;
+    for (uint32_t c = 0; c < EPPROF_CATEGORY_COUNT_; ++c)
+      known += std::string(c ? ", " : "") + epprof_category_name(epprof_category(c));
+    for (const std::string& name : *list) {
+      uint32_t c = 0;
+      while (c < EPPROF_CATEGORY_COUNT_ && name != epprof_category_name(epprof_category(c))) ++c;
+      if (c == EPPROF_CATEGORY_COUNT_)
+        return usage_error(kCommand, "--categories: '" + name + "' is not a category (one of " + known + ")");
+    }
+  }
+  return kExitOk;
 }
 
 int parse(int argc, char** argv, Options& o) {
@@ -109,6 +193,8 @@ int parse(int argc, char** argv, Options& o) {
     } else if (a == "--socket-dir") {
       if (!(v = need(i)) || !*v) return usage_error(kCommand, "--socket-dir needs a directory");
       o.socket_dir = v;
+    } else if (const int rc = parse_filter(a, argc, argv, i, o.filter); rc != kNotAFilter) {
+      if (rc != kExitOk) return rc;
     } else if (!a.empty() && a[0] == '-') {
       return usage_error(kCommand, "unknown option '" + a + "'");
     } else if (o.pid == 0) {
@@ -157,6 +243,27 @@ std::string quote(const std::string& s) {
     } else out += char(c);
   }
   return out + "\"";
+}
+
+// The request's "filter" object (epprof/capture.h).
+std::string filter_json(const Filter& f) {
+  std::string out;
+  auto add = [&](const char* key, const std::string& value) {
+    out += std::string(out.empty() ? "{" : ",") + "\"" + key + "\":" + value;
+  };
+  auto list = [&](const char* key, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    std::string items;
+    for (const std::string& n : names) items += (items.empty() ? "" : ",") + quote(n);
+    add(key, "[" + items + "]");
+  };
+  list("categories", f.categories);
+  list("op_types", f.op_types);
+  list("node_names", f.node_names);
+  if (!f.node_regex.empty()) add("node_name_regex", quote(f.node_regex));
+  list("ep_names", f.ep_names);
+  if (!f.kernel_regex.empty()) add("kernel_name_regex", quote(f.kernel_regex));
+  return out + "}";
 }
 
 // The directories the listener may have chosen, in its order.
@@ -225,20 +332,28 @@ int execute(const Options& o) {
   const std::string output = o.output.empty() ? default_output(o.pid) : absolute(o.output);
   std::string error;
   if (!io::check_output_path(output, {}, nullptr, &error)) return fail(error);
-  const int fd = connect_listener(o);
-  if (fd < 0) return kExitError;
   std::string request = "{\"protocol\":1,";
   if (o.runs) request += "\"runs\":" + std::to_string(o.runs);
   else request += "\"duration_ms\":" + std::to_string(std::max<int64_t>(1, std::llround(o.duration_s * 1000)));
   request += ",\"output\":" + quote(output);
   if (!o.scope.empty()) request += ",\"scope_name\":" + quote(o.scope);
+  if (!o.filter.empty()) request += ",\"filter\":" + filter_json(o.filter);
   request += "}\n";
+  if (request.size() > kMaxRequestBytes)
+    return fail("the request is " + std::to_string(request.size()) + " bytes, more than a listener takes (" +
+                std::to_string(kMaxRequestBytes) + "): shorten the filter's lists");
+  const int fd = connect_listener(o);
+  if (fd < 0) return kExitError;
+  // A listener that refuses a client (another uid, too many connections)
+  // answers and closes at once, so the send can fail before the reply is
+  // read: then the reply, still queued, says why.
+  bool sent = true;
   for (size_t off = 0; off < request.size();) {
     const ssize_t n = send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      close(fd);
-      return fail("process " + std::to_string(o.pid) + " closed the connection before the request was sent");
+      sent = false;
+      break;
     }
     off += size_t(n);
   }
@@ -275,12 +390,13 @@ int execute(const Options& o) {
       } else if (event == "done") {
         std::string_view trace = output, summary;
         uint64_t runs = 0, host_events = 0, device_events = 0;
-        int64_t latency = -1;
+        int64_t latency = -1, filtered = -1;
         ignore(msg["trace"].get(trace));
         ignore(msg["runs"].get(runs));
         ignore(msg["host_events"].get(host_events));
         ignore(msg["device_events"].get(device_events));
         ignore(msg["latency_ns"].get(latency));
+        ignore(msg["filtered_events"].get(filtered));
         ignore(msg["summary"].get(summary));
         close(fd);
         std::printf("trace: %.*s\n", int(trace.size()), trace.data());
@@ -288,6 +404,15 @@ int execute(const Options& o) {
                     who.c_str(), (unsigned long long)host_events, (unsigned long long)device_events);
         if (latency >= 0) std::printf("; first run began %.3f ms after the request", double(latency) / 1e6);
         std::printf("\n");
+        // A filtered trace is partial: say so, and how much it left out.
+        if (!o.filter.empty()) {
+          if (filtered >= 0)
+            std::printf("filtered: %lld events left out (the trace's metadata records the filter)\n",
+                        (long long)filtered);
+          else
+            std::printf("filtered (the trace's metadata records the filter; the process did not count what "
+                        "it left out)\n");
+        }
         if (!summary.empty()) std::printf("%.*s\n", int(summary.size()), summary.data());
         return kExitOk;
       }
@@ -311,7 +436,8 @@ int execute(const Options& o) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       close(fd);
-      return fail(who + " exited before the capture completed; no trace was written");
+      return fail(sent ? who + " exited before the capture completed; no trace was written"
+                       : who + " closed the connection before the request was sent");
     }
     buf.append(chunk, size_t(n));
     if (buf.size() > (1u << 20)) {

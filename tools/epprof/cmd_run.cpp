@@ -150,17 +150,6 @@ std::string basename_no_ext(const std::string& path) {
   return dot == std::string::npos ? base : base.substr(0, dot);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t at = s.find(sep, start);
-    out.push_back(s.substr(start, at - start));
-    if (at == std::string::npos) return out;
-    start = at + 1;
-  }
-}
-
 // Returns kExitOk, or the exit code of a usage error already reported.
 int parse(int argc, char** argv, Options& o) {
   auto need = [&](int& i) -> const char* {
@@ -180,7 +169,7 @@ int parse(int argc, char** argv, Options& o) {
       std::exit(kExitOk);
     } else if (a == "--ep") {
       if (!(v = need(i))) return usage_error(kCommand, "--ep needs a list, e.g. --ep cpu");
-      o.eps = split(v, ',');
+      o.eps = split_list(v);
       for (const auto& ep : o.eps)
         if (ep.empty()) return usage_error(kCommand, "--ep: empty name in '" + std::string(v) + "'");
     } else if (a == "--executor") {

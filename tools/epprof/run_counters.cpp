@@ -17,17 +17,6 @@ namespace {
 
 constexpr const char* kCommand = "run";
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t at = s.find(',', start);
-    out.push_back(s.substr(start, at - start));
-    if (at == std::string::npos) return out;
-    start = at + 1;
-  }
-}
-
 std::string take_message(epprof_status* st) {
   std::string m = epprof_status_get_message(st);
   epprof_status_release(st);

@@ -71,6 +71,7 @@ std::optional<Capture> begin_capture(epprof_listener_t l, const ServeOptions& o)
     po.scope_name = c.request.scope_name;
     po.plugins = o.plugins;
     po.integer_timestamps = o.integer_timestamps;
+    po.filter = c.request.filter;  // recorded in the trace's metadata by libepprof
     po.metadata = {{"model", o.model},
                    {"capture_request", std::to_string(id)},
                    {"capture_client_pid", std::to_string(c.request.client_pid)},
@@ -103,12 +104,16 @@ void end_capture(epprof_listener_t l, Capture& c) {
   r.runs = c.runs;
   r.host_events = stats.host_events;
   r.device_events = stats.device_events;
+  r.filtered_events = stats.filtered_events;
   r.first_run_ns = c.first_run_ns;
   r.summary = summary;
   if (epprof_status* st = epprof_listener_complete(l, id, &r))
     std::fprintf(stderr, "epprof run: %s\n", take_message(st).c_str());
-  std::printf("capture %llu: %llu runs -> %s (first run %.3f ms after the request)\n", (unsigned long long)id,
+  std::printf("capture %llu: %llu runs -> %s (first run %.3f ms after the request)", (unsigned long long)id,
               (unsigned long long)c.runs, c.path.c_str(), double(c.first_run_ns - c.request.received_ns) / 1e6);
+  if (c.request.filter)  // only its presence: the request's strings went with complete()
+    std::printf("; filtered: %llu events left out", (unsigned long long)stats.filtered_events);
+  std::printf("\n");
   std::fflush(stdout);
 }
 

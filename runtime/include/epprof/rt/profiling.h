@@ -48,6 +48,9 @@ struct ProfilingOptions {
   // Nodes the parallel executor runs on its pool threads report as the
   // run's thread does. Other sessions of the process are not reported.
   bool memory = false;
+  // What the trace leaves out (epprof/profiler.h: epprof_trace_filter);
+  // borrowed until the observer's constructor returns. nullptr: nothing.
+  const epprof_trace_filter* filter = nullptr;
 };
 
 class alignas(64) ProfilingObserver final : public RunObserver {
