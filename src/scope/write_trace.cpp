@@ -120,7 +120,6 @@ class EndOrder {
     plugin_memory_before(INT64_MAX);
     host_done_ = true;
     write_ended_before(INT64_MAX);
-    for (uint32_t d : waiting_) write_device(d);
     // Sessions see device work when its scope ends: that is when plugins
     // hand it over (end_profiling). A session's filters (kernel names, EPs,
     // ...) apply as to any record.
@@ -163,13 +162,17 @@ class EndOrder {
   }
 
   // Writes, in end order, the host and device events that end before
-  // `limit` (all of them at INT64_MAX).
+  // `limit` (all of them at INT64_MAX). A device event whose host event has
+  // not been read yet (it seems to end before its node starts: the clocks
+  // disagree by a little) holds back the device events after it until that
+  // host event is read, so every device track stays in end order.
   void write_ended_before(int64_t limit) {
     for (;;) {
       const bool host = !open_.empty() && (open_.front().end() < limit || limit == INT64_MAX);
       const epprof_event* dev =
           next_device_ < device_order_.size() ? device_.events[device_order_[next_device_]].event : nullptr;
-      const bool device = dev && (dev->ts_ns + dev->dur_ns < limit || limit == INT64_MAX);
+      const bool device = dev && (dev->ts_ns + dev->dur_ns < limit || limit == INT64_MAX) &&
+                          (host_done_ || !attribution_.waiting(*dev));
       if (!host && !device) return;
       // The earlier end first; at a tie the later start, and host first.
       bool take_device = device;
@@ -179,11 +182,7 @@ class EndOrder {
         take_device = de != h.end() ? de < h.end() : dev->ts_ns > h.ts;
       }
       if (take_device) {
-        const uint32_t d = device_order_[next_device_++];
-        if (!host_done_ && attribution_.waiting(*device_.events[d].event))
-          waiting_.push_back(d);
-        else
-          write_device(d);
+        write_device(device_order_[next_device_++]);
       } else {
         std::pop_heap(open_.begin(), open_.end(), later);
         write_host(open_.back());
@@ -254,7 +253,6 @@ class EndOrder {
   std::vector<uint32_t> device_order_;  // device events by end
   size_t next_device_ = 0;
   size_t next_memory_ = 0;  // into device_.memory
-  std::vector<uint32_t> waiting_;  // device events whose host event was not read yet
   bool host_done_ = false;
   uint64_t read_ = 0, written_ = 0, flow_id_ = 0;
 

@@ -39,6 +39,12 @@ struct FakeProfiler {
   bool fail_start_event = false;
   bool fail_end_after_first = false;
   bool stray_kernels = false;
+  // Kernels on the host clock instead: each inside its node, but the third
+  // node's ends before the second node begins (a device clock behind the
+  // host's by more than a node lasts).
+  bool host_clock_kernels = false;
+  std::vector<int64_t> begun_ns;  // host clock, per open node
+  std::vector<int64_t> node_begins;  // host clock, every node so far
   std::vector<std::string>* seen_args = nullptr;  // "key=value" of every arg stop_event saw
   bool started = false;
   struct FakePlugin* plugin = nullptr;
@@ -50,6 +56,7 @@ struct FakePlugin {
   bool fail_start_event = false;
   bool fail_end_after_first = false;
   bool stray_kernels = false;  // also report kernels whose ids have no host event
+  bool host_clock_kernels = false;  // see FakeProfiler
   int released_profilers = 0;
   bool released = false;
   std::vector<std::string> seen_args;
@@ -78,6 +85,8 @@ epprof_status* fake_start_profiling(epprof_ep_profiler* self, int64_t offset) {
 epprof_status* fake_start_event(epprof_ep_profiler* self, uint64_t id) {
   auto* p = reinterpret_cast<FakeProfiler*>(self);
   p->stack.push_back(id);
+  p->begun_ns.push_back(epprof_clock_now_ns());
+  p->node_begins.push_back(p->begun_ns.back());
   if (p->fail_start_event) return host()->status_create(EPPROF_PLUGIN_ERROR, "fake start_event failure");
   return nullptr;
 }
@@ -96,6 +105,15 @@ epprof_status* fake_stop_event(epprof_ep_profiler* self, uint64_t id, const eppr
     EXPECT_EQ(host()->event_get_arg(ev, i, &k, &v), nullptr);
     p->seen_args->push_back(std::string(k) + "=" + v);
   }
+  const int64_t begun = p->begun_ns.back();
+  p->begun_ns.pop_back();
+  if (p->host_clock_kernels) {
+    if (p->kernels.size() == 2)  // ends 4 µs before the node before it begins
+      p->kernels.push_back({id, p->node_begins[1] - 5000, p->node_begins[1] - 4000});
+    else
+      p->kernels.push_back({id, begun, std::max(begun + 1, epprof_clock_now_ns())});
+    return nullptr;
+  }
   // A "kernel" of 1000 EP-clock ns that started 2000 ns ago.
   p->kernels.push_back({id, p->clock->now - 2000, p->clock->now - 1000});
   return nullptr;
@@ -112,7 +130,8 @@ epprof_status* fake_end_profiling(epprof_ep_profiler* self, epprof_event_sink* s
     epprof_event* e = nullptr;
     const char* keys[] = {"stream"};
     const char* values[] = {"7"};
-    const int64_t ts = p->offset + (k.ep_begin - p->ep_start);  // the formula under test
+    const int64_t ts = p->host_clock_kernels ? k.ep_begin - p->plugin->host_start_ns  // host times
+                                             : p->offset + (k.ep_begin - p->ep_start);  // the formula under test
     epprof_status* st = host()->event_create(EPPROF_CATEGORY_KERNEL, "fake_kernel", 0, 7, ts,
                                              k.ep_end - k.ep_begin, k.id, keys, values, 1, &e);
     if (st) return st;
@@ -143,6 +162,7 @@ epprof_status* fake_create(epprof_plugin* self, epprof_ep_profiler** out) {
   p->fail_start_event = pl->fail_start_event;
   p->fail_end_after_first = pl->fail_end_after_first;
   p->stray_kernels = pl->stray_kernels;
+  p->host_clock_kernels = pl->host_clock_kernels;
   p->seen_args = &pl->seen_args;
   *out = &p->base;
   return nullptr;
@@ -333,6 +353,39 @@ TEST(FakePluginProfiling, DeviceEventsAreAttributedAndLinkedByFlows) {
   EXPECT_EQ(kernels, 4);
   EXPECT_EQ(flows_s, 4);
   EXPECT_EQ(flows_f, 4);
+  delete pl;
+}
+
+// A kernel that seems to end before its node begins, even before the node
+// before it begins (the device's clock behind the host's), is still
+// attributed to its node, and its track stays in end-time order: it used to
+// wait for its node and be written after every other device event, which
+// `epprof validate` refused.
+TEST(FakePluginProfiling, AKernelThatEndsBeforeItsNodeKeepsItsTrackInEndOrder) {
+  auto* pl = new_fake_plugin();
+  pl->host_start_slot = true;  // kernels on the host clock need the host's T0
+  pl->host_clock_kernels = true;
+  Recorded r = run_fake(pl, 4);
+  std::map<std::string, const epprof::testing::TraceEvent*> nodes;
+  for (auto& e : r.events)
+    if (e.cat == "Node") nodes[e.arg("correlation_id")] = &e;
+  std::vector<const epprof::testing::TraceEvent*> kernels;
+  for (auto& e : r.events)
+    if (e.cat == "Kernel") kernels.push_back(&e);
+  ASSERT_EQ(kernels.size(), 4u);
+  size_t early = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto& k = *kernels[i];
+    auto node = nodes.find(k.arg("correlation_id"));
+    ASSERT_NE(node, nodes.end()) << "kernel without its node";
+    EXPECT_EQ(k.arg("parent_name"), node->second->name);
+    if (k.ts + k.dur < node->second->ts) ++early;
+    if (i > 0) {
+      EXPECT_LE(kernels[i - 1]->ts + kernels[i - 1]->dur, k.ts + k.dur) << "kernel " << i << " ends first";
+    }
+  }
+  EXPECT_EQ(early, 1u);
+  EXPECT_EQ(r.stats.unattributed_device_events, 0u);
   delete pl;
 }
 
