@@ -331,20 +331,9 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
                                                           const epprof_record* records,
                                                           size_t count);
 
-/* ---- Counter values in a profiler's trace ---- */
-
-/* Attaches `args` (copied) to the host event of `profiler` whose
- * correlation id is `correlation_id`: at stop they are written as extra
- * args of that event, and each INT64 arg (and each STRING arg holding a
- * number) of a NODE event also as a counter ("ph":"C") track named by its
- * key, at the event's start. For counter values read around a dispatch.
- * Not for the hot path (takes a lock). NOT_FOUND for a stale profiler;
- * INVALID_ARGUMENT for correlation id 0, NULL args with num_args > 0, more
- * than 32 args, a key that is not interned, an unknown arg type or a NULL
- * string. */
-EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler,
-                                                uint64_t correlation_id,
-                                                const epprof_arg* args, size_t num_args);
+/* epprof_event_annotate, which attaches counter values read around a
+ * dispatch to the profiler's node event, is declared in epprof/profiler.h
+ * (included above). */
 
 #ifdef __cplusplus
 }

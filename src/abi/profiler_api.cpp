@@ -2,13 +2,11 @@
 // process-wide services (interning, ids, clock, thread names).
 #include <atomic>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 
-#include "abi/plugin.h"
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/args.h"
 #include "core/handle_table.h"
 #include "core/ids.h"
@@ -17,11 +15,17 @@
 #include "core/threads.h"
 #include "epprof/profiler.h"
 #include "io/atomic_file.h"
+#include "plugin/plugin.h"
 #include "scope/annotations.h"
 #include "scope/write_trace.h"
 #include "tracedb/schema.h"
 
 namespace epprof::abi {
+
+using base::make_status;
+using base::null_argument;
+using base::out_of_memory_status;
+using base::status_from;
 namespace {
 
 using core::kMaxProfilers;
@@ -188,16 +192,6 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_ME
 
 }  // namespace
 
-// For other subsystems' entry points (epprof_event_annotate): runs `fn` on
-// the profiler behind `handle` while it cannot be destroyed.
-bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& fn) {
-  const auto lock = g_profilers.lock();
-  Profiler* p = find(epprof_profiler_t{handle});
-  if (!p) return false;
-  fn(*p);
-  return true;
-}
-
 [[gnu::noinline]] epprof_status* event_begin(uint64_t handle, epprof_category category,
                                              epprof_name_id name, uint64_t correlation_id) noexcept {
   if (__builtin_expect(!valid_category(category) || name == 0 || correlation_id == 0, 0))
@@ -222,8 +216,8 @@ bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& 
 
 }  // namespace epprof::abi
 
-using epprof::abi::make_status;
-using epprof::abi::null_argument;
+using epprof::base::make_status;
+using epprof::base::null_argument;
 
 extern "C" {
 
@@ -352,11 +346,11 @@ EPPROF_API epprof_status* epprof_profiler_add_plugin(epprof_profiler_t profiler,
   if (p->state() != core::Profiler::State::kCreated)
     return make_status(EPPROF_FAILED_PRECONDITION,
                        std::string(fn) + ": plugins must be added before the profiler starts");
-  auto loaded = abi::plugin_table_get(plugin.handle);
+  auto loaded = plugin::plugin_table_get(plugin.handle);
   if (!loaded)
     return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
   try {
-    p->add_plugin(std::move(loaded));
+    p->add_ep(std::make_unique<plugin::EpInstance>(std::move(loaded), uint32_t(p->eps().size())));
   } catch (const std::runtime_error& e) {
     return make_status(EPPROF_PLUGIN_ERROR, std::string(fn) + ": " + e.what());
   }
@@ -440,6 +434,25 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
   EPPROF_API_END
 }
 
+EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint64_t correlation_id,
+                                                const epprof_arg* args, size_t num_args) {
+  EPPROF_API_BEGIN
+  using namespace epprof;
+  const char* fn = "epprof_event_annotate";
+  if (correlation_id == 0) return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": correlation id 0");
+  if (num_args && !args) return null_argument(fn, "args");
+  if (num_args > 32)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(num_args) + " args; at most 32");
+  std::vector<exporter::ExtraArg> notes;
+  if (epprof_status* st = scope::annotation_args(fn, args, num_args, &notes)) return st;
+  const auto lock = abi::g_profilers.lock();
+  core::Profiler* p = abi::find(profiler);
+  if (!p) return abi::not_found(fn);
+  scope::annotate(p, correlation_id, std::move(notes));
+  return nullptr;
+  EPPROF_API_END
+}
+
 // The event entry points test for the disabled (zero) handle first, so a
 // host with profiling off pays one compare. Then they try the fast path
 // (Profiler::try_begin / try_end), a few straight lines of code, and fall
@@ -476,7 +489,7 @@ EPPROF_API epprof_status* epprof_event_record(epprof_profiler_t profiler, epprof
   const char* fn = "epprof_event_record";
   if (epprof_status* st = abi::check_event_ids(fn, category, name, correlation_id)) return st;
   if (dur_ns < 0)
-    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+    return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
       return std::string(fn) + ": negative duration " + std::to_string(dur_ns);
     });
   core::Profiler* p = nullptr;
@@ -593,10 +606,10 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": count " + std::to_string(count) +
                                                     " is not between 1 and 2^32 - 2");
   if (!abi::valid_category(category))
-    return abi::status_from(EPPROF_INVALID_ARGUMENT,
+    return base::status_from(EPPROF_INVALID_ARGUMENT,
                             [&] { return std::string(fn) + ": unknown category " + std::to_string(int(category)); });
   if (first_correlation_id == 0 || first_correlation_id - 1 > UINT64_MAX - count)
-    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+    return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
       return std::string(fn) + ": " + std::to_string(count) + " correlation ids from " +
              std::to_string(first_correlation_id) + " are not a block of ids (use epprof_correlation_id_block)";
     });

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "capture/listener.h"
 #include "epprof/capture.h"
 
@@ -38,15 +38,15 @@ std::shared_ptr<Listener> find(epprof_listener_t l) {
 }
 
 epprof_status* not_found(const char* fn) {
-  return abi::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or stopped listener handle");
+  return base::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or stopped listener handle");
 }
 
 }  // namespace
 }  // namespace epprof::capture
 
 namespace ec = epprof::capture;
-using epprof::abi::make_status;
-using epprof::abi::null_argument;
+using epprof::base::make_status;
+using epprof::base::null_argument;
 
 extern "C" {
 

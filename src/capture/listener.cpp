@@ -14,7 +14,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/clock.h"
 #include "core/log.h"
 
@@ -167,11 +167,11 @@ epprof_status* Listener::start(const ListenerOptions& options, std::atomic<uint3
   const uid_t uid = geteuid();
   const std::string dir = options.socket_dir.empty() ? default_socket_dir(uid) : options.socket_dir;
   if (dir[0] != '/')
-    return abi::make_status(EPPROF_INVALID_ARGUMENT,
+    return base::make_status(EPPROF_INVALID_ARGUMENT,
                             "epprof_listener_start: socket_dir must be an absolute path, not '" + dir + "'");
   std::string error;
   epprof_status_code code = EPPROF_OK;
-  if (!ensure_private_dir(dir, uid, &error, &code)) return abi::make_status(code, "epprof_listener_start: " + error);
+  if (!ensure_private_dir(dir, uid, &error, &code)) return base::make_status(code, "epprof_listener_start: " + error);
   std::unique_ptr<Listener> l(new Listener());
   l->path_ = dir + "/epprof-" + std::to_string(getpid()) + ".sock";
   l->owner_ = uid;
@@ -179,36 +179,36 @@ epprof_status* Listener::start(const ListenerOptions& options, std::atomic<uint3
   l->request_timeout_ms_ = options.request_timeout_ms;
   sockaddr_un addr;
   if (!fill_address(l->path_, &addr))
-    return abi::make_status(EPPROF_INVALID_ARGUMENT, "epprof_listener_start: the socket path '" + l->path_ +
+    return base::make_status(EPPROF_INVALID_ARGUMENT, "epprof_listener_start: the socket path '" + l->path_ +
                                                          "' is longer than a Unix socket address holds (" +
                                                          std::to_string(sizeof addr.sun_path - 1) + " bytes)");
   sweep_stale(dir);
   struct stat st;
   if (lstat(l->path_.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
-      return abi::make_status(EPPROF_FAILED_PRECONDITION,
+      return base::make_status(EPPROF_FAILED_PRECONDITION,
                               "epprof_listener_start: '" + l->path_ + "' exists and is not a socket; not touching it");
     const int alive = probe(l->path_);
     if (alive == 1)
-      return abi::make_status(EPPROF_FAILED_PRECONDITION,
+      return base::make_status(EPPROF_FAILED_PRECONDITION,
                               "epprof_listener_start: a listener of this process already answers at '" + l->path_ + "'");
     if (alive < 0)
-      return abi::make_status(EPPROF_IO_ERROR, "epprof_listener_start: cannot probe '" + l->path_ + "': " +
+      return base::make_status(EPPROF_IO_ERROR, "epprof_listener_start: cannot probe '" + l->path_ + "': " +
                                                    errno_text(errno));
     unlink(l->path_.c_str());  // stale: left by a killed process that had our pid
   }
   l->listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (l->listen_fd_ < 0)
-    return abi::make_status(EPPROF_IO_ERROR, "epprof_listener_start: socket: " + errno_text(errno));
+    return base::make_status(EPPROF_IO_ERROR, "epprof_listener_start: socket: " + errno_text(errno));
   if (bind(l->listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-    return abi::make_status(EPPROF_IO_ERROR,
+    return base::make_status(EPPROF_IO_ERROR,
                             "epprof_listener_start: cannot bind '" + l->path_ + "': " + errno_text(errno));
   // The directory already keeps others out; the mode says so again.
   if (chmod(l->path_.c_str(), 0600) != 0 || stat(l->path_.c_str(), &st) != 0 ||
       listen(l->listen_fd_, 16) != 0) {
     const int err = errno;
     unlink(l->path_.c_str());
-    return abi::make_status(EPPROF_IO_ERROR,
+    return base::make_status(EPPROF_IO_ERROR,
                             "epprof_listener_start: cannot listen on '" + l->path_ + "': " + errno_text(err));
   }
   l->dev_ = st.st_dev;
@@ -217,7 +217,7 @@ epprof_status* Listener::start(const ListenerOptions& options, std::atomic<uint3
   if (l->wake_fd_ < 0) {
     const int err = errno;
     unlink(l->path_.c_str());
-    return abi::make_status(EPPROF_IO_ERROR, "epprof_listener_start: eventfd: " + errno_text(err));
+    return base::make_status(EPPROF_IO_ERROR, "epprof_listener_start: eventfd: " + errno_text(err));
   }
   // The host's signals go to the host's threads, never to this one.
   sigset_t all, old;
@@ -291,7 +291,7 @@ const epprof_trace_filter* Listener::borrow_filter(Current& cur) {
 epprof_status* Listener::take(epprof_capture_request* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Pending)
-    return abi::make_status(EPPROF_FAILED_PRECONDITION, "epprof_listener_take: no capture request is pending");
+    return base::make_status(EPPROF_FAILED_PRECONDITION, "epprof_listener_take: no capture request is pending");
   state_ = State::Taken;
   pending_->store(0, std::memory_order_relaxed);
   epprof_capture_request r{};
@@ -314,7 +314,7 @@ epprof_status* Listener::take(epprof_capture_request* out) {
 epprof_status* Listener::complete(uint64_t request_id, const epprof_capture_result& r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Taken || cur_.id != request_id)
-    return abi::make_status(EPPROF_FAILED_PRECONDITION, "epprof_listener_complete: request " +
+    return base::make_status(EPPROF_FAILED_PRECONDITION, "epprof_listener_complete: request " +
                                                             std::to_string(request_id) + " is not the capture in progress");
   std::string line;
   if (r.code == EPPROF_OK) {

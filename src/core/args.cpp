@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/intern.h"
 #include "core/paged_table.h"
 
@@ -36,7 +36,7 @@ SetTable& set_table() {
 
 template <typename Message>
 [[gnu::cold, gnu::noinline]] epprof_status* invalid(Message&& message) noexcept {
-  return abi::status_from(EPPROF_INVALID_ARGUMENT, std::forward<Message>(message));
+  return base::status_from(EPPROF_INVALID_ARGUMENT, std::forward<Message>(message));
 }
 
 }  // namespace
@@ -86,10 +86,10 @@ epprof_status* plan_args(const char* fn, const epprof_arg* args, size_t num_args
       try {
         plan.ids[i] = intern(std::string_view(a.value.str, plan.lens[i]));
       } catch (const std::bad_alloc&) {
-        return abi::out_of_memory_status();
+        return base::out_of_memory_status();
       }
       if (!plan.ids[i])
-        return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string(fn) + ": the string table is full"; });
+        return base::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string(fn) + ": the string table is full"; });
       v = 4;
     }
     bytes += 8 + v;
@@ -161,7 +161,7 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
     const std::string_view key(set->payload);
     const uint32_t id = t.sets.append(std::move(set));
     if (!id)
-      return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] {
+      return base::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] {
         return std::string(fn) + ": " + std::to_string(kMaxArgSets - 1) + " arg sets exist; the table is full";
       });
     t.ids.emplace(key, id);
@@ -169,7 +169,7 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
     *out = id;
     return nullptr;
   } catch (const std::bad_alloc&) {
-    return abi::out_of_memory_status();
+    return base::out_of_memory_status();
   }
 }
 

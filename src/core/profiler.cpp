@@ -8,7 +8,7 @@
 #include <vector>
 #include <stdexcept>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/args.h"
 #include "core/intern.h"
 #include "io/atomic_file.h"
@@ -35,8 +35,7 @@ Profiler::Profiler(ProfilerConfig config)
 
 Profiler::~Profiler() = default;
 
-void Profiler::add_plugin(std::shared_ptr<abi::LoadedPlugin> plugin) {
-  auto ep = std::make_unique<abi::EpInstance>(std::move(plugin), uint32_t(eps_.size()));
+void Profiler::add_ep(std::unique_ptr<EpHooks> ep) {
   eps_want_events_ = eps_want_events_ || ep->wants_events();
   eps_want_stop_ = eps_want_stop_ || ep->wants_stop_event();
   eps_.push_back(std::move(ep));
@@ -77,15 +76,15 @@ std::vector<std::pair<std::string, std::string>> Profiler::metadata() const {
 }
 
 epprof_status* Profiler::too_deep() const noexcept {
-  return abi::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string("epprof_event_begin: more than " + std::to_string(kMaxOpenEvents) +
+  return base::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] { return std::string("epprof_event_begin: more than " + std::to_string(kMaxOpenEvents) +
                               " nested events are open on this thread"); });
 }
 
 epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) const noexcept {
   if (s.depth == 0)
-    return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: no event is open on this thread (correlation id " +
+    return base::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: no event is open on this thread (correlation id " +
                                 std::to_string(id) + ")"); });
-  return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: correlation id " + std::to_string(id) +
+  return base::status_from(EPPROF_INVALID_ARGUMENT, [&] { return std::string("epprof_event_end: correlation id " + std::to_string(id) +
                               " is not the innermost open event on this thread (that is " +
                               std::to_string(s.innermost().correlation_id) +
                               "); events must be properly nested"); });
@@ -127,13 +126,17 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
       num_args = 0;  // out of memory: the plugin sees the event without its args
     }
   }
-  epprof_event view;
   const std::string* name = interned(o.name);
-  const int64_t ts = provisional_.to_ns(o.ts) - start_pair_.ns;
-  abi::make_event_view(view, epprof_category(o.category), name ? name->c_str() : "",
-                       pid_, s.tid, ts, provisional_.duration_ns(end_ticks - o.ts),
-                       o.correlation_id, args, num_args);
-  for (auto& ep : eps_) ep->stop_event(o.correlation_id, &view);
+  const EndedEvent ended{epprof_category(o.category),
+                         name ? name->c_str() : "",
+                         pid_,
+                         s.tid,
+                         provisional_.to_ns(o.ts) - start_pair_.ns,
+                         provisional_.duration_ns(end_ticks - o.ts),
+                         o.correlation_id,
+                         args,
+                         num_args};
+  for (auto& ep : eps_) ep->stop_event(ended);
 }
 
 epprof_status* Profiler::record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
@@ -156,7 +159,7 @@ epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t cate
   for (uint32_t i = 0; i < count; ++i) {
     const epprof_event_desc& d = descs[i];
     if (!is_interned(d.name) || (d.args && !known_set(s, d.args)))
-      return abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
         return "epprof_event_block_open: descs[" + std::to_string(i) + "]: " +
                (!is_interned(d.name) ? "name " + std::to_string(d.name) + " is not an id returned by epprof_intern"
                                      : "args " + std::to_string(d.args) +

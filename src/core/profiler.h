@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "abi/event.h"
-#include "abi/plugin.h"
 #include "core/args.h"
-#include "core/intern.h"
 #include "core/clock.h"
+#include "core/ep_hooks.h"
+#include "core/intern.h"
 #include "core/name_filter.h"
 #include "core/recorder.h"
 #include "epprof/profiler.h"
@@ -86,7 +85,7 @@ class Profiler {
   State state() const { return state_.load(std::memory_order_acquire); }
 
   // Before start only (the caller checks the state).
-  void add_plugin(std::shared_ptr<abi::LoadedPlugin> plugin);
+  void add_ep(std::unique_ptr<EpHooks> ep);
   bool uses_plugins() const { return !eps_.empty(); }
   // Whether an EP profiler wants start_event / stop_event calls.
   bool eps_want_events() const { return eps_want_events_; }
@@ -102,7 +101,7 @@ class Profiler {
   ClockPair start_pair() const { return start_pair_; }
   ClockPair stop_pair() const { return stop_pair_; }
   int64_t t0_epoch_ns() const { return t0_epoch_ns_; }
-  const std::vector<std::unique_ptr<abi::EpInstance>>& eps() const { return eps_; }
+  const std::vector<std::unique_ptr<EpHooks>>& eps() const { return eps_; }
   Recorder& recorder() { return recorder_; }
   io::AtomicFile& file() { return *file_; }
   // The host's metadata (set_metadata), in the order first set.
@@ -261,7 +260,7 @@ class Profiler {
   const int64_t pid_ = int64_t(getpid());  // once: getpid() is a syscall
   std::unique_ptr<io::AtomicFile> file_;
   Recorder recorder_;
-  std::vector<std::unique_ptr<abi::EpInstance>> eps_;
+  std::vector<std::unique_ptr<EpHooks>> eps_;
 
   ClockPair start_pair_{};
   ClockPair stop_pair_{};

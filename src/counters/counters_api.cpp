@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/clock.h"
 #include "core/handle_table.h"
 #include "counters/registry.h"
@@ -18,8 +18,8 @@
 namespace epprof::counters {
 namespace {
 
-using abi::make_status;
-using abi::null_argument;
+using base::make_status;
+using base::null_argument;
 
 constexpr size_t kMinInfoSize = offsetof(epprof_counter_info, size) + sizeof(size_t);
 
@@ -78,11 +78,11 @@ inline Context* context_get(uint64_t handle) noexcept { return g_contexts.find(h
 
 [[gnu::cold, gnu::noinline]] epprof_status* context_error(const char* fn, epprof_status_code code,
                                                           const char* what) noexcept {
-  return abi::status_from(code, [&] { return std::string(fn) + ": " + what; });
+  return base::status_from(code, [&] { return std::string(fn) + ": " + what; });
 }
 
 [[gnu::cold, gnu::noinline]] epprof_status* io_error(const char* fn, int err) noexcept {
-  return abi::status_from(EPPROF_IO_ERROR, [&] {
+  return base::status_from(EPPROF_IO_ERROR, [&] {
     return std::string(fn) + ": reading the counter group failed: " + strerrorname_np(err) + " (" +
            std::strerror(err) + ")";
   });

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <string>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "counters/backend.h"
 
 #ifdef EPPROF_HAVE_LIBPFM
@@ -306,7 +306,7 @@ class PerfBackend final : public Backend {
           const int err = -fd;
           const epprof_status_code code =
               (err == EMFILE || err == ENFILE) ? EPPROF_RESOURCE_EXHAUSTED : EPPROF_UNSUPPORTED;
-          return abi::status_from(code, [&] {
+          return base::status_from(code, [&] {
             return "epprof_counting_context_create: cannot count '" + c.name + "' (pass " +
                    std::to_string(p) + "): " + errno_reason(err);
           });

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <set>
 
-#include "abi/status.h"
+#include "base/status.h"
 
 namespace epprof::counters {
 namespace {
@@ -140,25 +140,25 @@ const CounterDef* find_counter(Device* device, const std::string& name, std::str
 epprof_status* build_config(const char* device_name, const char* const* names, size_t num_names,
                             Config* config) {
   const char* fn = "epprof_counter_config_create";
-  if (!device_name) return abi::null_argument(fn, "device");
-  if (!names && num_names > 0) return abi::null_argument(fn, "names");
+  if (!device_name) return base::null_argument(fn, "device");
+  if (!names && num_names > 0) return base::null_argument(fn, "names");
   if (num_names == 0)
-    return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": no counter names given");
+    return base::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": no counter names given");
   Device* device = find_device(device_name);
   if (!device)
-    return abi::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown counter device '" +
+    return base::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown counter device '" +
                                                   device_name + "'; known: " + join(device_names()));
   Plan& plan = config->plan;
   std::set<std::string> seen;
   for (size_t i = 0; i < num_names; ++i) {
     if (!names[i])
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
+      return base::make_status(EPPROF_INVALID_ARGUMENT,
                               std::string(fn) + ": names[" + std::to_string(i) + "] is NULL");
     std::string message;
     const CounterDef* c = find_counter(device, names[i], &message);
-    if (!c) return abi::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + message);
+    if (!c) return base::make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + message);
     if (!seen.insert(c->name).second)
-      return abi::make_status(EPPROF_INVALID_ARGUMENT,
+      return base::make_status(EPPROF_INVALID_ARGUMENT,
                               std::string(fn) + ": counter '" + c->name + "' is named twice");
     plan.counters.push_back(c);
   }
@@ -172,7 +172,7 @@ epprof_status* build_config(const char* device_name, const char* const* names, s
       const CounterDef* input = find_counter(device, in, &message);
       if (!input) {
         if (!c->supported) break;  // reported below with the ratio's own reason
-        return abi::make_status(EPPROF_INTERNAL, std::string(fn) + ": ratio '" + c->name +
+        return base::make_status(EPPROF_INTERNAL, std::string(fn) + ": ratio '" + c->name +
                                                      "' lacks its input: " + message);
       }
       seen.insert(in);
@@ -181,7 +181,7 @@ epprof_status* build_config(const char* device_name, const char* const* names, s
   }
   for (const CounterDef* c : plan.counters)
     if (!c->supported)
-      return abi::make_status(EPPROF_UNSUPPORTED, std::string(fn) + ": counter '" + c->name +
+      return base::make_status(EPPROF_UNSUPPORTED, std::string(fn) + ": counter '" + c->name +
                                                       "' on device '" + device->name +
                                                       "': " + c->unsupported_reason);
   auto index_of = [&](const std::string& name) {
@@ -198,7 +198,7 @@ epprof_status* build_config(const char* device_name, const char* const* names, s
   }
   const std::string error = plan_passes(device->backend->num_programmable(), &plan);
   if (!error.empty())
-    return abi::make_status(EPPROF_UNSUPPORTED, std::string(fn) + ": cannot plan on device '" +
+    return base::make_status(EPPROF_UNSUPPORTED, std::string(fn) + ": cannot plan on device '" +
                                                     device->name + "': " + error);
   config->device = device;
   return nullptr;

@@ -9,11 +9,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "epprof/event.h"
+#include "epprof/status.h"
 #include "export/trace_sink.h"
 
 namespace epprof::scope {
 
 using Annotations = std::unordered_map<uint64_t, std::vector<exporter::ExtraArg>>;
+
+// The C API's args as annotations: NULL, or INVALID_ARGUMENT naming the
+// arg and the problem, `fn` first (a key or name value that is not
+// interned, an unknown type, a NULL string). A STRING holding a number is a
+// number (it also becomes a counter track).
+epprof_status* annotation_args(const char* fn, const epprof_arg* args, size_t num_args,
+                               std::vector<exporter::ExtraArg>* out);
 
 // Appends `args` to the event `correlation_id` of the profiler at `owner`.
 void annotate(const void* owner, uint64_t correlation_id, std::vector<exporter::ExtraArg> args);

@@ -14,7 +14,7 @@ constexpr int64_t kDeviceTidsPerPlugin = int64_t(1) << 20;
 
 }  // namespace
 
-DeviceEvents collect_device_events(const std::vector<std::unique_ptr<abi::EpInstance>>& eps, int64_t pid) {
+DeviceEvents collect_device_events(const std::vector<std::unique_ptr<core::EpHooks>>& eps, int64_t pid) {
   DeviceEvents out;
   out.sinks.resize(eps.size());
   for (size_t i = 0; i < eps.size(); ++i) eps[i]->end_profiling(&out.sinks[i]);

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "abi/event.h"
-#include "abi/plugin.h"
+#include "core/ep_hooks.h"
 #include "export/trace_sink.h"
+#include "plugin/event.h"
 
 namespace epprof::scope {
 
@@ -33,6 +33,6 @@ inline bool is_device_category(epprof_category c) {
 
 // Ends profiling in every EP instance and gathers its events. A failing
 // end_profiling keeps what it appended before failing.
-DeviceEvents collect_device_events(const std::vector<std::unique_ptr<abi::EpInstance>>& eps, int64_t pid);
+DeviceEvents collect_device_events(const std::vector<std::unique_ptr<core::EpHooks>>& eps, int64_t pid);
 
 }  // namespace epprof::scope

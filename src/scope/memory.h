@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "abi/event.h"
 #include "core/record.h"
 #include "export/trace_sink.h"
+#include "plugin/event.h"
 
 namespace epprof::scope {
 

@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "abi/event.h"
 #include "core/profiler.h"
 #include "core/record.h"
 #include "export/trace_sink.h"
+#include "plugin/event.h"
 
 namespace epprof::scope {
 

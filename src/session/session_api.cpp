@@ -1,26 +1,18 @@
 // C entry points of epprof/session.h: the session registry, the producer
 // fan-out, and the host side of the dispatch counting service.
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/handle_table.h"
 #include "core/intern.h"
-#include "core/profiler.h"
 #include "epprof/session.h"
-#include "scope/annotations.h"
 #include "scope/write_trace.h"
 #include "session/session.h"
-
-namespace epprof::abi {
-bool with_profiler(uint64_t handle, const std::function<void(core::Profiler&)>& fn);
-}
 
 namespace epprof::session {
 namespace {
@@ -64,7 +56,7 @@ class Pin {
 };
 
 [[gnu::cold]] epprof_status* not_found(const char* fn) {
-  return abi::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed session handle");
+  return base::make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed session handle");
 }
 
 std::shared_ptr<Session> find_locked(epprof_session_t s) {
@@ -90,13 +82,13 @@ void wait_for_producers(uint64_t handle) {
 }
 
 epprof_status* own_callback(const char* fn) {
-  return abi::make_status(EPPROF_FAILED_PRECONDITION,
+  return base::make_status(EPPROF_FAILED_PRECONDITION,
                           std::string(fn) + ": called from the session's own callback, which would wait for itself");
 }
 
 // A filter's error as a status of `fn`.
 epprof_status* filter_status(const char* fn, const core::FilterError& e) {
-  return abi::make_status(e.code, std::string(fn) + ": " + e.message);
+  return base::make_status(e.code, std::string(fn) + ": " + e.message);
 }
 
 uint64_t round_down_pow2(uint64_t v) {
@@ -142,13 +134,6 @@ void guarded(Session& s, const char* what, F&& call) noexcept {
   }
 }
 
-bool is_number(const char* s) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s, &end);
-  return end && *end == 0 && std::isfinite(v);
-}
-
 }  // namespace
 // Sessions receive every profiler scope's device records when it ends.
 const scope::DeviceRecordSubscriber kDeviceRecords{
@@ -159,8 +144,8 @@ const scope::DeviceRecordSubscriber kDeviceRecords{
 
 }  // namespace epprof::session
 
-using epprof::abi::make_status;
-using epprof::abi::null_argument;
+using epprof::base::make_status;
+using epprof::base::null_argument;
 namespace es = epprof::session;
 
 extern "C" {
@@ -371,7 +356,7 @@ EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size
   if (!records) return null_argument("epprof_session_emit", "records");
   for (size_t i = 0; i < count; ++i)
     if (__builtin_expect(records[i].kind > EPPROF_RECORD_COUNTER, 0))
-      return epprof::abi::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return epprof::base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
         return "epprof_session_emit: records[" + std::to_string(i) + "] has unknown kind " +
                std::to_string(records[i].kind);
       });
@@ -457,57 +442,6 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
   } else {
     s->offer_counters(records, count);
   }
-  return nullptr;
-  EPPROF_API_END
-}
-
-EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint64_t correlation_id,
-                                                const epprof_arg* args, size_t num_args) {
-  EPPROF_API_BEGIN
-  using namespace epprof;
-  const char* fn = "epprof_event_annotate";
-  if (correlation_id == 0) return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": correlation id 0");
-  if (num_args && !args) return null_argument(fn, "args");
-  if (num_args > 32)
-    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(num_args) + " args; at most 32");
-  std::vector<exporter::ExtraArg> out;
-  for (size_t i = 0; i < num_args; ++i) {
-    const epprof_arg& a = args[i];
-    const std::string* key = a.key ? core::interned(a.key) : nullptr;
-    if (!key)
-      return make_status(EPPROF_INVALID_ARGUMENT,
-                         std::string(fn) + ": arg " + std::to_string(i) + " has a key that is not an interned name id");
-    exporter::ExtraArg x;
-    x.key = *key;
-    switch (a.type) {
-      case EPPROF_ARG_INT64:
-        x.value = std::to_string(a.value.i64);
-        x.number = true;
-        break;
-      case EPPROF_ARG_STRING:
-      case EPPROF_ARG_JSON:
-        if (!a.value.str)
-          return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": value of arg '" + *key + "' is NULL");
-        x.value = a.value.str;
-        x.number = a.type == EPPROF_ARG_STRING && es::is_number(a.value.str);
-        break;
-      case EPPROF_ARG_NAME:
-      case EPPROF_ARG_JSON_NAME: {
-        const std::string* v = a.value.name ? core::interned(a.value.name) : nullptr;
-        if (!v)
-          return make_status(EPPROF_INVALID_ARGUMENT,
-                             std::string(fn) + ": value of arg '" + *key + "' is not an interned name id");
-        x.value = *v;
-        break;
-      }
-      default:
-        return make_status(EPPROF_INVALID_ARGUMENT,
-                           std::string(fn) + ": arg '" + *key + "' has unknown type " + std::to_string(a.type));
-    }
-    out.push_back(std::move(x));
-  }
-  if (!abi::with_profiler(profiler.handle, [&](core::Profiler& p) { scope::annotate(&p, correlation_id, std::move(out)); }))
-    return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed profiler handle");
   return nullptr;
   EPPROF_API_END
 }

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "abi/event.h"
+#include "plugin/event.h"
 #include "support/test_util.h"
 
 namespace {

@@ -1,16 +1,19 @@
-#include "abi/plugin.h"
+#include "plugin/plugin.h"
 
 #include <dlfcn.h>
 
 #include <stdexcept>
 
-#include "abi/event.h"
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "epprof/profiler.h"
+#include "plugin/event.h"
 
-namespace epprof::abi {
+namespace epprof::plugin {
+
+using base::make_status;
+using base::null_argument;
 namespace {
 
 constexpr uint32_t kMaxPlugins = 64;
@@ -145,6 +148,13 @@ void EpInstance::start_profiling(int64_t host_start_ns) {
         guarded([&] { return p_->start_profiling(p_, core::monotonic_ns() - host_start_ns); }));
 }
 
+void EpInstance::stop_event(const core::EndedEvent& e) {
+  if (!p_->stop_event) return;
+  epprof_event view;
+  make_event_view(view, e.category, e.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.correlation_id, e.args, e.num_args);
+  check(Slot::kStopEvent, guarded([&] { return p_->stop_event(p_, e.correlation_id, &view); }));
+}
+
 void EpInstance::end_profiling(epprof_event_sink* sink) {
   check(Slot::kEndProfiling, guarded([&] { return p_->end_profiling(p_, sink); }));
 }
@@ -164,8 +174,8 @@ void EpInstance::record_error(Slot slot, epprof_status* status) {
                                              "logged; profiling continues)");
 }
 
-std::vector<SlotErrorSummary> EpInstance::errors() const {
-  std::vector<SlotErrorSummary> out;
+std::vector<core::EpError> EpInstance::errors() const {
+  std::vector<core::EpError> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t s = 0; s < size_t(Slot::kCount); ++s) {
     uint64_t n = counts_[s].load(std::memory_order_relaxed);
@@ -180,23 +190,23 @@ uint64_t EpInstance::error_count() const {
   return n;
 }
 
-}  // namespace epprof::abi
+}  // namespace epprof::plugin
 
-using epprof::abi::make_status;
+using epprof::base::make_status;
 
 extern "C" {
 
 EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_plugin_t* out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::abi::null_argument("epprof_plugin_register", "out");
-  if (!plugin) return epprof::abi::null_argument("epprof_plugin_register", "plugin");
-  std::string problem = epprof::abi::check_plugin(plugin, "epprof_plugin_register");
+  if (!out) return epprof::base::null_argument("epprof_plugin_register", "out");
+  if (!plugin) return epprof::base::null_argument("epprof_plugin_register", "plugin");
+  std::string problem = epprof::plugin::check_plugin(plugin, "epprof_plugin_register");
   if (!problem.empty())
     return make_status(plugin->abi_version > EPPROF_EP_ABI_VERSION ? EPPROF_VERSION_MISMATCH
                                                                    : EPPROF_PLUGIN_ERROR,
                        problem);
-  auto loaded = std::make_shared<epprof::abi::LoadedPlugin>(plugin, nullptr, "<registered>");
-  uint64_t h = epprof::abi::plugin_table_add(loaded);
+  auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, nullptr, "<registered>");
+  uint64_t h = epprof::plugin::plugin_table_add(loaded);
   if (!h) {
     return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_plugin_register: 64 plugins are already loaded");
   }
@@ -207,8 +217,8 @@ EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_p
 
 EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::abi::null_argument("epprof_plugin_load", "out");
-  if (!path) return epprof::abi::null_argument("epprof_plugin_load", "path");
+  if (!out) return epprof::base::null_argument("epprof_plugin_load", "out");
+  if (!path) return epprof::base::null_argument("epprof_plugin_load", "path");
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = dlerror();
@@ -224,7 +234,7 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
   epprof_plugin* plugin = nullptr;
   epprof_status* st = nullptr;
   try {
-    st = entry(epprof::abi::host_api(), EPPROF_EP_ABI_VERSION, &plugin);
+    st = entry(epprof::plugin::host_api(), EPPROF_EP_ABI_VERSION, &plugin);
   } catch (...) {
     dlclose(lib);
     return make_status(EPPROF_PLUGIN_ERROR, std::string("plugin '") + path + "': the entry function threw");
@@ -236,7 +246,7 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
     dlclose(lib);
     return make_status(EPPROF_PLUGIN_ERROR, msg);
   }
-  std::string problem = epprof::abi::check_plugin(plugin, std::string("plugin '") + path + "'");
+  std::string problem = epprof::plugin::check_plugin(plugin, std::string("plugin '") + path + "'");
   if (!problem.empty()) {
     epprof_status_code code = plugin && plugin->abi_version > EPPROF_EP_ABI_VERSION
                                   ? EPPROF_VERSION_MISMATCH
@@ -247,8 +257,8 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
     dlclose(lib);
     return make_status(code, problem);
   }
-  auto loaded = std::make_shared<epprof::abi::LoadedPlugin>(plugin, lib, path);
-  uint64_t h = epprof::abi::plugin_table_add(loaded);
+  auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, lib, path);
+  uint64_t h = epprof::plugin::plugin_table_add(loaded);
   if (!h) return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_plugin_load: 64 plugins are already loaded");
   out->handle = h;
   return nullptr;
@@ -257,8 +267,8 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
 
 EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const char** out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::abi::null_argument("epprof_plugin_get_name", "out");
-  auto p = epprof::abi::plugin_table_get(plugin.handle);
+  if (!out) return epprof::base::null_argument("epprof_plugin_get_name", "out");
+  auto p = epprof::plugin::plugin_table_get(plugin.handle);
   if (!p) return make_status(EPPROF_NOT_FOUND, "epprof_plugin_get_name: unknown or unloaded plugin handle");
   *out = p->name().c_str();
   return nullptr;
@@ -268,7 +278,7 @@ EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const c
 EPPROF_API epprof_status* epprof_plugin_unload(epprof_plugin_t plugin) {
   EPPROF_API_BEGIN
   bool found = false;
-  if (epprof::abi::plugin_table_remove(plugin.handle, &found)) return nullptr;
+  if (epprof::plugin::plugin_table_remove(plugin.handle, &found)) return nullptr;
   if (!found) return make_status(EPPROF_NOT_FOUND, "epprof_plugin_unload: unknown or unloaded plugin handle");
   return make_status(EPPROF_FAILED_PRECONDITION,
                      "epprof_plugin_unload: a profiler still uses this plugin; destroy it first");

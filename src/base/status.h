@@ -13,7 +13,7 @@ struct epprof_status {
   std::string message;
 };
 
-namespace epprof::abi {
+namespace epprof::base {
 
 // A new status; never throws. On allocation failure returns a shared static
 // OUT_OF_MEMORY status that epprof_status_release recognises.
@@ -36,7 +36,7 @@ inline epprof_status* null_argument(const char* function, const char* what) noex
   return make_status(EPPROF_INVALID_ARGUMENT, std::string(function) + ": " + what + " is NULL");
 }
 
-}  // namespace epprof::abi
+}  // namespace epprof::base
 
 // Every C entry point body runs inside these, so an exception becomes a
 // status instead of crossing the ABI.
@@ -44,11 +44,11 @@ inline epprof_status* null_argument(const char* function, const char* what) noex
 #define EPPROF_API_END                                                          \
   }                                                                             \
   catch (const std::bad_alloc&) {                                               \
-    return ::epprof::abi::out_of_memory_status();                               \
+    return ::epprof::base::out_of_memory_status();                               \
   }                                                                             \
   catch (const std::exception& e) {                                             \
-    return ::epprof::abi::make_status(EPPROF_INTERNAL, e.what());               \
+    return ::epprof::base::make_status(EPPROF_INTERNAL, e.what());               \
   }                                                                             \
   catch (...) {                                                                 \
-    return ::epprof::abi::make_status(EPPROF_INTERNAL, "unknown C++ exception"); \
+    return ::epprof::base::make_status(EPPROF_INTERNAL, "unknown C++ exception"); \
   }

@@ -1,6 +1,6 @@
-#include "abi/status.h"
+#include "base/status.h"
 
-namespace epprof::abi {
+namespace epprof::base {
 namespace {
 
 epprof_status g_oom{EPPROF_OUT_OF_MEMORY, "epprof: out of memory"};
@@ -18,12 +18,12 @@ epprof_status* make_status(epprof_status_code code, const std::string& message) 
   }
 }
 
-}  // namespace epprof::abi
+}  // namespace epprof::base
 
 extern "C" {
 
 EPPROF_API epprof_status* epprof_status_create(epprof_status_code code, const char* message) {
-  return epprof::abi::make_status(code, message ? message : "");
+  return epprof::base::make_status(code, message ? message : "");
 }
 
 EPPROF_API epprof_status_code epprof_status_get_code(const epprof_status* status) {
@@ -35,7 +35,7 @@ EPPROF_API const char* epprof_status_get_message(const epprof_status* status) {
 }
 
 EPPROF_API void epprof_status_release(epprof_status* status) {
-  if (status != epprof::abi::out_of_memory_status()) delete status;
+  if (status != epprof::base::out_of_memory_status()) delete status;
 }
 
 EPPROF_API const char* epprof_status_code_name(epprof_status_code code) {

@@ -5,12 +5,15 @@
 #include <memory>
 #include <cstring>
 
-#include "abi/event.h"
-#include "abi/status.h"
+#include "base/status.h"
 #include "core/clock.h"
 #include "epprof/profiler.h"
+#include "plugin/event.h"
 
-namespace epprof::abi {
+namespace epprof::plugin {
+
+using base::make_status;
+using base::null_argument;
 namespace {
 
 epprof_status* invalid(const std::string& message) {
@@ -236,8 +239,8 @@ void make_event_view(epprof_event& view, epprof_category category, const char* n
   view.view_num_args = num_args;
 }
 
-}  // namespace epprof::abi
+}  // namespace epprof::plugin
 
 extern "C" EPPROF_API const epprof_host_api* epprof_get_host_api(void) {
-  return epprof::abi::host_api();
+  return epprof::plugin::host_api();
 }

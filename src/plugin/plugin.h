@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/ep_hooks.h"
 #include "epprof/ep_profiler.h"
 
-namespace epprof::abi {
+namespace epprof::plugin {
 
 class LoadedPlugin {
  public:
@@ -49,17 +50,10 @@ bool plugin_table_remove(uint64_t handle, bool* found);
 enum class Slot : uint8_t { kStartProfiling, kStartEvent, kStopEvent, kEndProfiling, kHostStart, kCount };
 const char* slot_name(Slot s) noexcept;
 
-struct SlotErrorSummary {
-  std::string plugin;
-  std::string slot;
-  uint64_t count;
-  std::string first_message;
-};
-
 // One EP profiler instance for one scope. Calls into the plugin are guarded:
 // an error status or exception is counted, logged once per slot kind, and
 // never stops profiling.
-class EpInstance {
+class EpInstance final : public core::EpHooks {
  public:
   // Creates the instance through the plugin; throws std::runtime_error with
   // a message naming the plugin and problem when it cannot.
@@ -68,25 +62,23 @@ class EpInstance {
   EpInstance(const EpInstance&) = delete;
   EpInstance& operator=(const EpInstance&) = delete;
 
-  const std::string& name() const { return plugin_->name(); }
+  const std::string& name() const override { return plugin_->name(); }
   uint32_t index() const { return index_; }
-  bool wants_events() const { return p_->start_event || p_->stop_event; }
-  bool wants_stop_event() const { return p_->stop_event != nullptr; }
+  bool wants_events() const override { return p_->start_event || p_->stop_event; }
+  bool wants_stop_event() const override { return p_->stop_event != nullptr; }
 
   // host_start (version 2 plugins that have it) with `host_start_ns`, then
   // start_profiling with the host clock's time since then.
-  void start_profiling(int64_t host_start_ns);
-  void start_event(uint64_t id) {
+  void start_profiling(int64_t host_start_ns) override;
+  void start_event(uint64_t id) override {
     if (p_->start_event) check(Slot::kStartEvent, guarded([&] { return p_->start_event(p_, id); }));
   }
-  void stop_event(uint64_t id, const epprof_event* event) {
-    if (p_->stop_event)
-      check(Slot::kStopEvent, guarded([&] { return p_->stop_event(p_, id, event); }));
-  }
-  void end_profiling(epprof_event_sink* sink);
+  // The plugin sees the event as a borrowed epprof_event (event.h).
+  void stop_event(const core::EndedEvent& event) override;
+  void end_profiling(epprof_event_sink* sink) override;
 
-  std::vector<SlotErrorSummary> errors() const;
-  uint64_t error_count() const;
+  std::vector<core::EpError> errors() const override;
+  uint64_t error_count() const override;
 
  private:
   template <class F>
@@ -110,4 +102,4 @@ class EpInstance {
   std::string first_message_[size_t(Slot::kCount)];
 };
 
-}  // namespace epprof::abi
+}  // namespace epprof::plugin

@@ -38,7 +38,7 @@ struct epprof_event_sink {
   std::map<int64_t, std::string> track_names;
 };
 
-namespace epprof::abi {
+namespace epprof::plugin {
 
 // The table handed to plugins.
 const epprof_host_api* host_api() noexcept;
@@ -48,4 +48,4 @@ void make_event_view(epprof_event& view, epprof_category category, const char* n
                      int64_t pid, int64_t tid, int64_t ts_ns, int64_t dur_ns,
                      uint64_t correlation_id, const epprof_arg* args, size_t num_args) noexcept;
 
-}  // namespace epprof::abi
+}  // namespace epprof::plugin
