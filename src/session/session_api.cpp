@@ -86,6 +86,17 @@ epprof_status* own_callback(const char* fn) {
                           std::string(fn) + ": called from the session's own callback, which would wait for itself");
 }
 
+// The session behind `session` for stop, flush or destroy, with the table
+// locked by the caller (`locked`) or not: NOT_FOUND for a stale handle,
+// FAILED_PRECONDITION from the session's own callback (it would wait for
+// itself).
+epprof_status* find_for_control(const char* fn, epprof_session_t session, bool locked, std::shared_ptr<Session>* out) {
+  *out = locked ? find_locked(session) : find(session);
+  if (!*out) return not_found(fn);
+  if ((*out)->on_delivery_thread()) return own_callback(fn);
+  return nullptr;
+}
+
 // A filter's error as a status of `fn`.
 epprof_status* filter_status(const char* fn, const core::FilterError& e) {
   return base::make_status(e.code, std::string(fn) + ": " + e.message);
@@ -242,9 +253,7 @@ EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
   std::shared_ptr<es::Session> s;
   {
     const auto lock = es::g_sessions.lock();
-    s = es::find_locked(session);
-    if (!s) return es::not_found(fn);
-    if (s->on_delivery_thread()) return es::own_callback(fn);
+    if (epprof_status* st = es::find_for_control(fn, session, true, &s)) return st;
     if (s->state() != EPPROF_SESSION_ACTIVE)
       return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the session is not active");
     es::deactivate_locked(*s);
@@ -258,9 +267,8 @@ EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
 EPPROF_API epprof_status* epprof_session_flush(epprof_session_t session) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_flush";
-  auto s = es::find(session);
-  if (!s) return es::not_found(fn);
-  if (s->on_delivery_thread()) return es::own_callback(fn);
+  std::shared_ptr<es::Session> s;
+  if (epprof_status* st = es::find_for_control(fn, session, false, &s)) return st;
   s->flush();
   return nullptr;
   EPPROF_API_END
@@ -272,9 +280,7 @@ EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
   std::shared_ptr<es::Session> s;
   {
     const auto lock = es::g_sessions.lock();
-    s = es::find_locked(session);
-    if (!s) return es::not_found(fn);
-    if (s->on_delivery_thread()) return es::own_callback(fn);
+    if (epprof_status* st = es::find_for_control(fn, session, true, &s)) return st;
     if (s->state() == EPPROF_SESSION_ACTIVE) es::deactivate_locked(*s);
     es::g_sessions.slot_of(session.handle).extra.owner.reset();
     es::g_sessions.remove_locked(session.handle);  // new pins find no session
