@@ -124,7 +124,10 @@ MemoryLedger::Sample MemoryLedger::apply(uint32_t device_name, uint64_t owner_id
       }
     }
   }
-  return {"mem_in_use " + d.name, std::to_string(arena ? d.held : d.in_use)};
+  // Bytes in use and bytes arena chunks hold are two curves: an arena's
+  // chunks move the second, never the first.
+  if (arena) return {"mem_arena_held " + d.name, std::to_string(d.held)};
+  return {"mem_in_use " + d.name, std::to_string(d.in_use)};
 }
 
 void MemoryLedger::node_args(uint64_t correlation_id, std::vector<exporter::ExtraArg>* out) {

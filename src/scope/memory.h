@@ -2,7 +2,9 @@
 // _free, record.h's kRecordMemory), read in time order with the host
 // events, folded into what the trace shows:
 //  - per device, the bytes in use (allocations minus frees; arena chunks
-//    count as held, not in use), as a counter track "mem_in_use <device>";
+//    count as held, not in use), as a counter track "mem_in_use <device>",
+//    and the bytes arena chunks hold as "mem_arena_held <device>" (only
+//    for a device that has any);
 //  - on each node event, ONNX Runtime's args with its meanings, for the
 //    device the node allocated on (else the first device seen):
 //    mem_bytes_in_use (in use when the node ended), mem_in_use_peak (the

@@ -76,11 +76,12 @@ TEST_F(MemoryApi, NodesGetOnnxRuntimeMemArgsAndTheDeviceATrack) {
 
   // In use before a node of run 1: the initializer (2000; the chunk is held).
   std::vector<const TraceEvent*> nodes;
-  std::vector<double> track;
+  std::vector<double> track, held;
   const TraceEvent* meta = nullptr;
   for (const auto& e : events) {
     if (e.cat == "Node") nodes.push_back(&e);
     if (e.ph == "C" && e.name == "mem_in_use cpu") track.push_back(nlohmann::json::parse(e.args_json)["mem_in_use cpu"]);
+    if (e.ph == "C" && e.name == "mem_arena_held cpu") held.push_back(nlohmann::json::parse(e.args_json)["mem_arena_held cpu"]);
     if (e.name == "epprof_metadata") meta = &e;
   }
   ASSERT_EQ(nodes.size(), 4u);
@@ -100,10 +101,12 @@ TEST_F(MemoryApi, NodesGetOnnxRuntimeMemArgsAndTheDeviceATrack) {
     EXPECT_EQ(n.arg("mem_allocated_bytes"), std::to_string(want[i].allocated));
     EXPECT_EQ(n.arg("mem_freed_bytes"), std::to_string(want[i].freed));
   }
-  // One sample per memory event; the arena chunk's is the held amount.
-  const std::vector<double> curve = {4096, 2000, 3000, 3300, 3000, 3500, 2500, 2000,
+  // One sample per memory event, on its curve: the arena chunk's on the
+  // held track, every other on the in-use track (which it never touches).
+  const std::vector<double> curve = {2000, 3000, 3300, 3000, 3500, 2500, 2000,
                                      3000, 3300, 3000, 3500, 2500, 2500};
   EXPECT_EQ(track, curve);
+  EXPECT_EQ(held, std::vector<double>{4096});
   ASSERT_NE(meta, nullptr);
   const nlohmann::json m = nlohmann::json::parse(meta->args_json)["memory"]["cpu"];
   EXPECT_EQ(m["peak_in_use_bytes"], "3500");
