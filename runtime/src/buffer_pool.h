@@ -10,9 +10,13 @@
 // allocation of that size takes one back. Smaller buffers stay with malloc,
 // whose thread caches serve them well.
 //
-// Idle buffers are not tensors: memory profiling reports a tensor when it
-// is allocated and freed, whether its bytes came from the pool or not.
-// Thread-safe; a buffer may be released on any thread.
+// Memory profiling sees both levels, as in ONNX Runtime's profiles: a
+// buffer the pool takes from the system is an arena chunk (held), reported
+// to the profilers listening on the allocating thread and freed to them
+// when the pool gives it back; each tensor or scratch buffer carved from it
+// is an allocation in use. Chunks the pool took before a profiler listened
+// are not in its profile. Thread-safe; a buffer may be released on any
+// thread.
 #pragma once
 
 #include <cstddef>

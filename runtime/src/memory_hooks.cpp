@@ -37,14 +37,17 @@ Borrow::~Borrow() {
   if (swapped_) t_listeners = own_;
 }
 
-Owners report_allocated(const void* p, size_t bytes, bool temporary) noexcept {
+namespace {
+
+Owners report(uint64_t id, size_t bytes, bool temporary, bool chunk) noexcept {
   Owners owners;
   const Listeners& t = t_listeners;
   for (int i = 0; i < t.n; ++i) {
     const Listener& l = t.l[i];
-    epprof_status* st = epprof_memory_alloc(l.profiler, uint64_t(uintptr_t(p)), bytes, l.device,
-                                            temporary ? EPPROF_MEMORY_TEMPORARY
-                                                      : l.tag->load(std::memory_order_relaxed));
+    const epprof_memory_tag tag = chunk       ? EPPROF_MEMORY_ARENA_CHUNK
+                                  : temporary ? EPPROF_MEMORY_TEMPORARY
+                                              : l.tag->load(std::memory_order_relaxed);
+    epprof_status* st = epprof_memory_alloc(l.profiler, id, bytes, l.device, tag);
     if (st) {
       epprof_status_release(st);
       continue;
@@ -56,9 +59,25 @@ Owners report_allocated(const void* p, size_t bytes, bool temporary) noexcept {
   return owners;
 }
 
-void report_freed(const Owners& owners, const void* p) noexcept {
+void report_free(const Owners& owners, uint64_t id) noexcept {
   for (int i = 0; i < owners.n; ++i)
-    epprof_status_release(epprof_memory_free(owners.profiler[i], uint64_t(uintptr_t(p)), owners.device[i]));
+    epprof_status_release(epprof_memory_free(owners.profiler[i], id, owners.device[i]));
 }
+
+// Buffers are 64-byte aligned: a chunk's id is its address with the low
+// bit set, apart from the id of the tensor that starts at that address.
+uint64_t chunk_id(const void* p) { return uint64_t(uintptr_t(p)) | 1; }
+
+}  // namespace
+
+Owners report_allocated(const void* p, size_t bytes, bool temporary) noexcept {
+  return report(uint64_t(uintptr_t(p)), bytes, temporary, false);
+}
+
+Owners report_arena_chunk(const void* p, size_t bytes) noexcept { return report(chunk_id(p), bytes, false, true); }
+
+void report_arena_chunk_freed(const Owners& owners, const void* p) noexcept { report_free(owners, chunk_id(p)); }
+
+void report_freed(const Owners& owners, const void* p) noexcept { report_free(owners, uint64_t(uintptr_t(p))); }
 
 }  // namespace epprof::rt::memory

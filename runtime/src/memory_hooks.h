@@ -66,6 +66,10 @@ class Borrow {
 // `temporary`: scratch a kernel frees before it returns (im2col columns);
 // else tagged as the listener's session is (initializer, output).
 Owners report_allocated(const void* p, size_t bytes, bool temporary = false) noexcept;
+// A chunk the buffer pool takes from the system (EPPROF_MEMORY_ARENA_CHUNK),
+// under an id of its own: the tensors carved from it report its address.
+Owners report_arena_chunk(const void* p, size_t bytes) noexcept;
+void report_arena_chunk_freed(const Owners& owners, const void* p) noexcept;
 void report_freed(const Owners& owners, const void* p) noexcept;
 
 // A kernel's scratch buffer of n T (uninitialised unless `zeroed`), from
