@@ -14,12 +14,14 @@
 // buffer the pool takes from the system is an arena chunk (held), reported
 // to the profilers listening on the allocating thread and freed to them
 // when the pool gives it back; each tensor or scratch buffer carved from it
-// is an allocation in use. Chunks the pool took before a profiler listened
-// are not in its profile. Thread-safe; a buffer may be released on any
-// thread.
+// is an allocation in use. A profiler that starts listening hears the
+// chunks the pool already holds (report_pool_chunks), so a warm pool shows
+// in its profile. Thread-safe; a buffer may be released on any thread.
 #pragma once
 
 #include <cstddef>
+
+#include "epprof/profiler.h"
 
 namespace epprof::rt::memory {
 
@@ -31,6 +33,18 @@ constexpr size_t kMaxIdleBytes = size_t(256) << 20;
 void* acquire_buffer(size_t bytes) noexcept;
 // Gives back a buffer acquire_buffer returned for the same `bytes`.
 void release_buffer(void* p, size_t bytes) noexcept;
+
+struct Listener;
+// Reports every chunk the pool holds now to `l` as an arena chunk
+// allocated now, and its release later.
+void report_pool_chunks(const Listener& l) noexcept;
+// Forgets a profiler that stops listening, so the chunks' room for
+// listeners (Owners::kMax) goes to the next ones.
+void forget_pool_listener(epprof_profiler_t profiler) noexcept;
+
+// Gives every idle buffer back to the system (tests start from an empty
+// pool with it; a host may call it to return memory between workloads).
+void trim_buffer_pool() noexcept;
 
 // Idle bytes the pool holds now (for tests).
 size_t idle_buffer_bytes() noexcept;

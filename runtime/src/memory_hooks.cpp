@@ -78,6 +78,19 @@ Owners report_arena_chunk(const void* p, size_t bytes) noexcept { return report(
 
 void report_arena_chunk_freed(const Owners& owners, const void* p) noexcept { report_free(owners, chunk_id(p)); }
 
+bool report_arena_chunk_to(const Listener& l, const void* p, size_t bytes, Owners* owners) noexcept {
+  if (owners->n == Owners::kMax) return false;
+  epprof_status* st = epprof_memory_alloc(l.profiler, chunk_id(p), bytes, l.device, EPPROF_MEMORY_ARENA_CHUNK);
+  if (st) {
+    epprof_status_release(st);
+    return false;
+  }
+  owners->profiler[owners->n] = l.profiler;
+  owners->device[owners->n] = l.device;
+  ++owners->n;
+  return true;
+}
+
 void report_freed(const Owners& owners, const void* p) noexcept { report_free(owners, uint64_t(uintptr_t(p))); }
 
 }  // namespace epprof::rt::memory

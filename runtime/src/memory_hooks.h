@@ -70,6 +70,10 @@ Owners report_allocated(const void* p, size_t bytes, bool temporary = false) noe
 // under an id of its own: the tensors carved from it report its address.
 Owners report_arena_chunk(const void* p, size_t bytes) noexcept;
 void report_arena_chunk_freed(const Owners& owners, const void* p) noexcept;
+// The same, to one listener only (a profiler that starts listening hears
+// the chunks the pool already holds): adds it to `owners`; false when it
+// was not heard (owners full, or the profiler refused it).
+bool report_arena_chunk_to(const Listener& l, const void* p, size_t bytes, Owners* owners) noexcept;
 void report_freed(const Owners& owners, const void* p) noexcept;
 
 // A kernel's scratch buffer of n T (uninitialised unless `zeroed`), from

@@ -325,13 +325,17 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
 
 // Tensor allocations to the profiler, tagged by what the session is doing:
 // it listens on the thread that runs a session phase (initializers) or a
-// run (outputs) while it lasts; their frees reach it on any thread. Nodes
-// the parallel executor runs on its pool threads are not heard.
+// run (outputs) while it lasts, and the pool threads listen as that thread
+// for the nodes they run; their frees reach it on any thread.
 class ProfilingObserver::MemoryTracking {
  public:
   explicit MemoryTracking(epprof_profiler_t p) : profiler_(p) {
     epprof_status_release(epprof_intern("cpu", &device_));
+    memory::report_pool_chunks({profiler_, device_, &tag_});  // what the runtime's arena holds already
   }
+  ~MemoryTracking() { memory::forget_pool_listener(profiler_); }
+  MemoryTracking(const MemoryTracking&) = delete;
+  MemoryTracking& operator=(const MemoryTracking&) = delete;
   // Listens on the calling thread until leave(), tagging as `tag`.
   void enter(epprof_memory_tag tag) noexcept {
     tag_.store(tag, std::memory_order_relaxed);

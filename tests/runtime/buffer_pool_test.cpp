@@ -7,19 +7,21 @@
 #include <sys/resource.h>
 
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "buffer_pool.h"
 #include "epprof/rt/observer.h"
 #include "epprof/rt/session.h"
+#include "random_inputs.h"
 
 namespace {
 
 using namespace epprof::rt;
 
 TEST(BufferPool, ALargeBufferIsReusedAtItsSize) {
+  memory::trim_buffer_pool();
+  EXPECT_EQ(memory::idle_buffer_bytes(), 0u);
   const size_t big = memory::kMinPooledBytes + 64 * 7;  // a size no other test uses
   void* a = memory::acquire_buffer(big);
   ASSERT_NE(a, nullptr);
@@ -37,6 +39,7 @@ TEST(BufferPool, ALargeBufferIsReusedAtItsSize) {
 }
 
 TEST(BufferPool, SmallBuffersAndTheExcessGoBackToMalloc) {
+  memory::trim_buffer_pool();
   const size_t idle = memory::idle_buffer_bytes();
   void* small = memory::acquire_buffer(memory::kMinPooledBytes - 64);
   memory::release_buffer(small, memory::kMinPooledBytes - 64);
@@ -48,6 +51,8 @@ TEST(BufferPool, SmallBuffersAndTheExcessGoBackToMalloc) {
   for (void* p : held) memory::release_buffer(p, chunk);
   EXPECT_LE(memory::idle_buffer_bytes(), memory::kMaxIdleBytes);
   EXPECT_GE(memory::idle_buffer_bytes(), memory::kMaxIdleBytes - chunk);
+  memory::trim_buffer_pool();
+  EXPECT_EQ(memory::idle_buffer_bytes(), 0u);
 }
 
 long minor_faults() {
@@ -66,14 +71,7 @@ TEST(BufferPool, RepeatedRunsDoNotFaultTheirActivationsInAgain) {
   ASSERT_EQ(mallopt(M_MMAP_THRESHOLD, 64 << 20), 1);  // big tensors from the heap
   ASSERT_EQ(mallopt(M_TRIM_THRESHOLD, 128 << 10), 1); // trimmed at the default, never raised
   Session s(std::string(EPPROF_MODELS_DIR) + "/cnn.onnx");
-  std::map<std::string, Tensor> in;
-  std::mt19937 rng(1);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (const auto& info : s.inputs()) {
-    Tensor t(DataType::Float, info.shape);
-    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
-    in[info.name] = t;
-  }
+  const auto in = epprof::rt::testing::random_inputs(s, 1);
   // What one run's outputs span, in pages: what it would fault in again
   // if the heap gave them all back.
   struct OutputBytes final : RunObserver {

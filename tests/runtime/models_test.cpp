@@ -6,31 +6,19 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
 #include "epprof/rt/session.h"
+#include "random_inputs.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
+using epprof::rt::testing::random_inputs;
 
 namespace {
 
 std::string model_path(const std::string& name) { return std::string(EPPROF_MODELS_DIR) + "/" + name + ".onnx"; }
-
-std::map<std::string, Tensor> random_inputs(const Session& s, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::map<std::string, Tensor> in;
-  for (const auto& info : s.inputs()) {
-    Tensor t(DataType::Float, info.shape);
-    float* p = t.mutable_data<float>();
-    for (int64_t i = 0; i < t.size(); ++i) p[i] = dist(rng);
-    in[info.name] = t;
-  }
-  return in;
-}
 
 bool bit_equal(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
