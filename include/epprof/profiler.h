@@ -184,8 +184,8 @@ EPPROF_API const char* epprof_category_name(epprof_category category);
  *  - counter tracks: the samples of a node's numeric annotations
  *    (epprof_event_annotate) go with their node event and need COUNTER in
  *    `categories`.
- *  - memory: the per-device memory-in-use tracks ("mem_in_use <device>")
- *    describe the whole device, so every node's allocations count in them
+ *  - memory: the per-device memory tracks ("mem_in_use <device>",
+ *    "mem_arena_held <device>") describe the whole device, so every node's allocations count in them
  *    whichever nodes are kept; with MEMORY not in `categories`, those tracks
  *    and the mem_* args of node events are left out. The mem_* args of a
  *    node left out go with it. The "memory" metadata is always whole.
