@@ -32,6 +32,18 @@ Pool& pool() {
   return *p;
 }
 
+// Forgets the chunk at `p` (given back to the system), under the pool's
+// lock: the profilers that heard of it, to tell them it went.
+Owners forget_chunk_locked(Pool& pl, const void* p) {
+  Owners heard;
+  auto it = pl.chunks.find(p);
+  if (it != pl.chunks.end()) {
+    heard = it->second.heard;
+    pl.chunks.erase(it);
+  }
+  return heard;
+}
+
 }  // namespace
 
 void* acquire_buffer(size_t bytes) noexcept {
@@ -76,11 +88,7 @@ void release_buffer(void* p, size_t bytes) noexcept {
           // no room to remember it: give it back to the system below
         }
       }
-      auto it = pl.chunks.find(p);
-      if (it != pl.chunks.end()) {
-        heard = it->second.heard;
-        pl.chunks.erase(it);
-      }
+      heard = forget_chunk_locked(pl, p);
     }
     report_arena_chunk_freed(heard, p);
   }
@@ -116,12 +124,7 @@ void trim_buffer_pool() noexcept {
     std::lock_guard<std::mutex> lock(pl.mu);
     for (auto& [bytes, list] : pl.idle)
       for (void* p : list) {
-        auto it = pl.chunks.find(p);
-        Owners heard;
-        if (it != pl.chunks.end()) {
-          heard = it->second.heard;
-          pl.chunks.erase(it);
-        }
+        const Owners heard = forget_chunk_locked(pl, p);
         try {
           freed.emplace_back(p, heard);
         } catch (const std::bad_alloc&) {
