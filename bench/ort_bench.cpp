@@ -37,6 +37,7 @@
 #include <stdexcept>
 
 #include "bench_models.h"
+#include "epprof/rt/blas.h"
 #include "epprof/rt/profiling.h"
 
 extern char** environ;
@@ -411,9 +412,9 @@ int main(int argc, char** argv) {
   }
   std::printf("epprof_ort_bench: epprof (sequential executor, CPU EP, profiling off) vs %s\n", ort_status.c_str());
   std::printf("ORT sessions: CPU EP, intraOpNumThreads 1 / 2, interOpNumThreads 1, executionMode sequential, "
-              "default graph optimisations (all)\nepprof sessions: intra_op_threads 1 / 2; "
+              "default graph optimisations (all)\nepprof sessions: intra_op_threads 1 / 2, OpenBLAS kernels %s; "
               "%.3g s per model; %ld CPUs, load average %s\n\n",
-              budget_s, sysconf(_SC_NPROCESSORS_ONLN), load_average().c_str());
+              epprof::rt::blas_kernels().c_str(), budget_s, sysconf(_SC_NPROCESSORS_ONLN), load_average().c_str());
   bool ok = true;
   if (real) {
     try {

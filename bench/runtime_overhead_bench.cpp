@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_models.h"
+#include "epprof/rt/blas.h"
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
@@ -351,8 +352,9 @@ int main(int argc, char** argv) {
     }
   }
   const double tick_ns = ns_per_tick();
-  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, %s%s%s\n\n",
-              runs, ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
+  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, "
+              "OpenBLAS kernels %s, %s%s%s\n\n",
+              runs, epprof::rt::blas_kernels().c_str(), ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)",
               g_memory ? ", memory tracking on (--memory)" : "");
   std::printf("%-20s %5s %10s %10s %8s %8s %8s %12s %12s %12s %8s\n", "model", "execs", "off ms", "on ms", "ratio",

@@ -666,6 +666,23 @@ TEST(RunCli, ThreadsTwoPutsASecondThreadToWork) {
   EXPECT_GE(sorted[1], 5) << "no second thread worked with --threads 2 (busiest " << sorted[0] << " ticks)";
 }
 
+// The trace names the OpenBLAS kernels its runs used (epprof/rt/blas.h),
+// which OPENBLAS_CORETYPE forces when set.
+TEST(RunCli, TheMetadataNamesTheBlasKernels) {
+  TempDir dir;
+  const std::string out = dir.file("blas.json");
+  for (const char* kernels : {"Haswell", "Sandybridge"}) {
+    const Result r = epprof::testing::run_shell(std::string("OPENBLAS_CORETYPE=") + kernels + " " +
+                                                shell_quote(EPPROF_CLI_PATH) +
+                                                " run --runs 1 --warmup 0 --no-table --output " + shell_quote(out));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto trace = epprof::testing::read_trace(out);
+    const TraceEvent* meta = metadata(trace);
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->arg("blas_kernels"), kernels);
+  }
+}
+
 TEST(RunCli, ThreadSettingsAreCheckedAndRecorded) {
   TempDir dir;
   for (const char* bad : {"0", "300", "-1", "two"}) {

@@ -1,0 +1,19 @@
+// The OpenBLAS kernels the runtime's gemms (MatMul, Gemm, Conv and the like)
+// run on.
+//
+// Debian's OpenBLAS is built for every x86-64 generation and picks its kernel
+// set when it is loaded, by the CPU's features, unless OPENBLAS_CORETYPE
+// names one. The choice moves Conv and MatMul times by up to 1.3x (the
+// bundled cnn model on a Zen 5 VM: 1.82 ms a run on the AVX2 "Haswell"
+// kernels, 1.37 ms on the AVX-512 ones), so a profile records it.
+#pragma once
+
+#include <string>
+
+namespace epprof::rt {
+
+// The kernel set OpenBLAS runs on in this process, by OpenBLAS's name for it
+// ("Haswell", "SkylakeX", "Cooperlake", ...). Thread-safe.
+std::string blas_kernels();
+
+}  // namespace epprof::rt
