@@ -77,18 +77,23 @@ void parallel_for(int64_t n, const Fn& fn) {
       n, [](const void* f, int64_t i) { (*static_cast<const Fn*>(f))(i); }, &fn);
 }
 
-// Splits [0, units) into near-equal contiguous ranges, up to `per_thread`
-// for each of intra_op_threads() (more ranges let the threads that start
-// early, on a shared CPU, take over those of one that starts late), and
-// runs fn(begin, end) on each through parallel_for. With one thread:
-// fn(0, units), once.
-template <typename Fn>
-void parallel_for_ranges(int64_t units, int64_t per_thread, const Fn& fn) {
-  if (units <= 0) return;
+// How many ranges to split `units` equal units of work into: up to
+// `per_thread` for each of intra_op_threads() (more ranges let the threads
+// that start early, on a shared CPU, take over those of one that starts
+// late), never more than `units`; 1 with one thread.
+inline int64_t intra_op_ranges(int64_t units, int64_t per_thread) {
   const int threads = intra_op_threads();
-  if (threads == 1) return fn(int64_t{0}, units);
-  const int64_t parts = std::min<int64_t>(units, threads * per_thread);
-  parallel_for(parts, [&](int64_t p) { fn(units * p / parts, units * (p + 1) / parts); });
+  return threads == 1 || units <= 1 ? 1 : std::min<int64_t>(units, threads * per_thread);
+}
+
+// fn(r, begin, end) for each range r of [0, units) split into `ranges`
+// near-equal contiguous ones (none longer than ceil(units / ranges)),
+// through parallel_for. A kernel allocates the ranges' scratch buffers
+// before, on the calling thread: memory profiling attributes an allocation
+// to the node open on the thread that makes it, and the workers have none.
+template <typename Fn>
+void parallel_for_ranges(int64_t units, int64_t ranges, const Fn& fn) {
+  parallel_for(ranges, [&](int64_t r) { fn(r, units * r / ranges, units * (r + 1) / ranges); });
 }
 
 }  // namespace epprof::rt::detail
