@@ -16,8 +16,8 @@
 //
 // epprof's thread count: the 1- and 2-thread columns are sessions with
 // SessionOptions::intra_op_threads 1 and 2 (the sequential executor runs
-// one kernel at a time; the setting governs OpenBLAS, its only intra-op
-// parallelism, and is applied at the start of each run).
+// one kernel at a time; the setting sizes the session's intra-op pool,
+// across which Conv and the gemms split their work).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>

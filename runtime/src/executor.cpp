@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include "intra_op.h"
 #include "memory_hooks.h"
 #include "shape_epochs.h"
 
@@ -127,6 +128,7 @@ class ParallelExecutor final : public Executor {
     const Observers& obs;
     RunContext run;
     const memory::Listeners listeners = memory::current();  // the run's thread's, lent to the pool
+    IntraOpPool* const intra_op = current_intra_op_pool();   // likewise
     Releaser rel;
     std::vector<std::atomic<int>> pending;
     std::atomic<bool> failed{false};
@@ -143,6 +145,7 @@ class ParallelExecutor final : public Executor {
   void run_one(const std::shared_ptr<RunState>& st, size_t i) {
     const NodePlan& np = st->plan.nodes[i];
     const memory::Borrow as_the_run(st->listeners);
+    const IntraOpScope with_the_runs_pool(st->intra_op);
     if (!st->failed.load(std::memory_order_acquire)) {
       try {
         run_node(st->plan, i, st->values, st->obs, st->run);

@@ -9,6 +9,7 @@
 
 #include "epprof/profiler.h"
 #include "executor.h"
+#include "intra_op.h"
 #include "shape_epochs.h"
 #include "model.h"
 #include "threading.h"
@@ -27,6 +28,7 @@ struct Session::Impl {
   std::atomic<uint64_t> next_run_id{1};
   std::unique_ptr<detail::ShapeEpochs> shape_epochs;
   int intra_op_threads = 1;  // options.intra_op_threads resolved (never 0)
+  std::unique_ptr<detail::IntraOpPool> intra_op_pool;  // its workers; null with 1 thread
 };
 
 namespace {
@@ -341,6 +343,7 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
   check_thread_option("inter_op_threads", s->options.inter_op_threads);
   s->intra_op_threads =
       s->options.intra_op_threads > 0 ? s->options.intra_op_threads : default_intra_op_threads();
+  if (s->intra_op_threads > 1) s->intra_op_pool = std::make_unique<detail::IntraOpPool>(s->intra_op_threads);
   {
     PhaseScope phase(s->options.observer, SessionPhase::ModelLoading, name);
     detail::LoadOptions lo;
@@ -402,7 +405,10 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
     check_input(info, it->second);
     values[static_cast<size_t>(s.plan.input_slots[i])] = it->second;
   }
-  detail::set_blas_threads(s.intra_op_threads);
+  // The kernels split their work across the session's pool, each part a
+  // single-threaded OpenBLAS call (threading.h).
+  detail::set_blas_threads(1);
+  const detail::IntraOpScope intra_op(s.intra_op_pool.get());
   detail::Observers obs;
   obs.add(s.options.observer);
   obs.add(options.observer);

@@ -1,5 +1,7 @@
 // Intra-op threading: the machine's physical cores (ONNX Runtime's default
-// intra-op thread count) and OpenBLAS's process-global thread count.
+// intra-op thread count) and OpenBLAS's process-global thread count, which
+// Session::run keeps at 1 (the session's intra-op pool, intra_op.h, splits
+// the gemms; OpenBLAS's own threads cost more than they gained on them).
 #pragma once
 
 namespace epprof::rt::detail {

@@ -84,7 +84,7 @@ void print_help() {
       "                       when EPs follow it, and an error when it is the last one.\n"
       "  --executor KIND      sequential (default) or parallel\n"
       "  --threads N          intra-op threads, 1..256: the threads one node may use\n"
-      "                       (OpenBLAS's, for MatMul, Gemm, Conv and the like). Default:\n"
+      "                       (Conv, MatMul, Gemm and the like split their work). Default:\n"
       "                       ONNX Runtime's, one per physical core (%d here). With the\n"
       "                       sequential executor, --threads 1 runs everything on one thread\n"
       "  --inter-op-threads N parallel executor threads (nodes run at once), 1..256;\n"

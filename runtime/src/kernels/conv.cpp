@@ -4,6 +4,8 @@
 //   SIMD loop over output rows, no im2col, no per-channel 1 x P x K gemm;
 // - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and an
 //   OpenBLAS gemm per image, group and tile of output rows.
+// Both split their work across the intra-op threads (intra_op.h): ranges of
+// output rows, or of channels, each written by one thread.
 // The bias is written into Y first and accumulated onto, so it costs no pass
 // of its own (OpenBLAS's beta = 0 pass over C is replaced by the bias fill).
 #include <cblas.h>
@@ -16,6 +18,7 @@
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/matmul_util.h"
+#include "intra_op.h"
 
 namespace epprof::rt::kernels {
 
@@ -72,6 +75,11 @@ void fill_bias(const T* bias, const ConvShape& cs, T* y) {
 bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
+
+// Ranges of output rows (depthwise: of channels) per intra-op thread. Two
+// rather than one: on a shared CPU a worker may start late, and the caller
+// then takes its second range; more would shrink the gemms below speed.
+constexpr int64_t kRangesPerThread = 2;
 
 // One kernel tap of an output row: its weight, and the input element it reads
 // for output column 0; column o reads x[o] (the row is contiguous: a padded
@@ -130,7 +138,8 @@ void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) {
 // phase c % s, position c / s, for the column stride s. Output column o's tap
 // kw reads padded column o*s + kw*d = (o + q)*s + r, with kw*d = q*s + r:
 // position o + q of phase r. Stride 1 without left or right padding reads X
-// itself.
+// itself. The input planes (each image's channels) are split into ranges
+// across the intra-op threads, each range with phase rows of its own.
 template <typename T>
 void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
@@ -140,19 +149,22 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   const int64_t Wp = (Wpad + s - 1) / s;                  // phase row length
   const bool direct = s == 1 && pl == 0 && Wpad <= W;
   const int64_t row_stride = direct ? W : s * Wp;  // from one input row's (phase) rows to the next's
-  const memory::Scratch<T> padded(direct || OW == 0 ? 0 : static_cast<size_t>(H * s * Wp), /*zeroed=*/true);
   std::vector<int64_t> start(static_cast<size_t>(KW));  // tap kw: r * Wp + q, or kw * d when direct
   for (int64_t kw = 0; kw < KW; ++kw)
     start[static_cast<size_t>(kw)] = direct ? kw * d : (kw * d) % s * Wp + (kw * d) / s;
-  std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
-  for (int64_t n = 0; n < cs.N; ++n)
-    for (int64_t m = 0; m < cs.M; ++m) {
-      const T* xc = x + (n * cs.C + m / cs.Mg) * H * W;
-      if (padded.get() && m % cs.Mg == 0)  // a new input plane
+  const int64_t planes = cs.N * cs.C, ranges = detail::intra_op_ranges(planes, kRangesPerThread);
+  const int64_t plane_rows = direct || OW == 0 ? 0 : H * s * Wp;  // one range's phase rows
+  const memory::Scratch<T> phase_rows(static_cast<size_t>(ranges * plane_rows), /*zeroed=*/true);
+  detail::parallel_for_ranges(planes, ranges, [&](int64_t range, int64_t begin, int64_t end) {
+    T* const padded = plane_rows ? phase_rows.get() + range * plane_rows : nullptr;
+    std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
+    for (int64_t plane = begin; plane < end; ++plane) {  // image plane / C, input channel plane % C
+      const T* xc = x + plane * H * W;
+      if (padded)
         for (int64_t ih = 0; ih < H; ++ih)
           for (int64_t r = 0; r < s; ++r) {
             // Position j holds input column j*s + r - pl: inside for j in [lo, hi).
-            T* ph = padded.get() + (ih * s + r) * Wp;
+            T* ph = padded + (ih * s + r) * Wp;
             const T* src = xc + ih * W;
             int64_t lo, hi;
             taps_inside(r - pl, s, W, Wp, lo, hi);
@@ -160,33 +172,42 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
             for (int64_t j = lo; j < hi; ++j) ph[j] = src[j * s + r - pl];
             std::fill(ph + hi, ph + Wp, T{});
           }
-      const T* base = direct ? xc : padded.get();
-      const T* wm = wt + m * KH * KW;
-      T* ym = y + (n * cs.M + m) * OH * OW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        T* yr = ym + oh * OW;
-        if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
-        size_t ntaps = 0;
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-          if (ih < 0 || ih >= H) continue;  // a padding row: adds nothing
-          for (int64_t kw = 0; kw < KW; ++kw)
-            taps[ntaps++] = {base + ih * row_stride + start[static_cast<size_t>(kw)], wm[kh * KW + kw]};
+      const T* base = direct ? xc : padded;
+      // The plane's output channels: image plane / C's channels m = c * Mg + j, one after another in Y.
+      for (int64_t om = plane * cs.Mg; om < (plane + 1) * cs.Mg; ++om) {
+        const int64_t m = om % cs.M;
+        const T* wm = wt + m * KH * KW;
+        T* ym = y + om * OH * OW;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          T* yr = ym + oh * OW;
+          if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
+          size_t ntaps = 0;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+            if (ih < 0 || ih >= H) continue;  // a padding row: adds nothing
+            for (int64_t kw = 0; kw < KW; ++kw)
+              taps[ntaps++] = {base + ih * row_stride + start[static_cast<size_t>(kw)], wm[kh * KW + kw]};
+          }
+          accumulate_taps(yr, taps.data(), ntaps, OW);
         }
-        accumulate_taps(yr, taps.data(), ntaps, OW);
       }
     }
+  });
 }
 
 // Bytes of im2col columns per tile: small enough to still be in L2 when the
 // gemm reads them, large enough for the gemm to run at speed.
 constexpr int64_t kColTileBytes = 512 << 10;
 
-// The gemm lowering, accumulating onto Y (which holds the bias): per image
-// and group, im2col a tile of output rows at a time and gemm it onto Y's
-// matching columns. A whole-image im2col buffer can be many times the input
-// (9x for 3x3) and falls out of cache before the gemm reads it. A 1x1
-// stride-1 unpadded kernel reads X itself as the gemm's B, in one gemm.
+// The gemm lowering, accumulating onto Y (which holds the bias). Every
+// image's every group's output rows, in order, are split into ranges across
+// the intra-op threads (detail::parallel_for_ranges; one range with one
+// thread); a range im2cols a tile of its rows at a time into its own
+// scratch and gemms it onto Y's matching columns, which no other range
+// writes. A whole-image im2col buffer can be many times the input (9x for
+// 3x3) and falls out of cache before the gemm reads it. A 1x1 stride-1
+// unpadded kernel reads X itself as the gemm's B, a range's rows of an
+// image in one gemm.
 template <typename T>
 void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
@@ -195,23 +216,32 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   const int64_t rows = w.out[0] * w.out[1], OW = w.out[2];
   const int64_t tile_rows =
       pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
-  // Uninitialised: im2col_rows writes every element of a tile.
-  const memory::Scratch<T> col(pointwise ? 0 : static_cast<size_t>(cs.K * tile_rows * OW));
-  for (int64_t n = 0; n < cs.N; ++n)
-    for (int64_t g = 0; g < cs.group; ++g) {
+  const int64_t units = cs.N * cs.group * rows, ranges = detail::intra_op_ranges(units, kRangesPerThread);
+  // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
+  const int64_t range_col = pointwise ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
+  const memory::Scratch<T> cols(static_cast<size_t>(ranges * range_col));
+  detail::parallel_for_ranges(units, ranges, [&](int64_t range, int64_t begin, int64_t end) {
+    T* col = cols.get() + range * range_col;
+    for (int64_t u = begin; u < end;) {  // u: row u % rows of image and group u / rows
+      const int64_t n = u / rows / cs.group, g = u / rows % cs.group, r0 = u % rows;
+      const int64_t r1 = std::min(rows, r0 + end - u);
+      u += r1 - r0;
       const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();
       const T* wg = wt + g * cs.Mg * cs.K;
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
       if (pointwise) {
-        gemm_acc(cs.Mg, cs.P, cs.K, wg, xg, cs.P, yg, cs.P);
+        gemm_acc(cs.Mg, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
         continue;
       }
-      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
-        const int64_t r1 = std::min(rows, r0 + tile_rows), cols = (r1 - r0) * OW;
-        im2col_rows(xg, cs.Cg, w, r0, r1, col.get());
-        gemm_acc(cs.Mg, cols, cs.K, wg, col.get(), cols, yg + r0 * OW, cs.P);
+      // Tiles of equal height (a last sliver would be a slow gemm of its own).
+      const int64_t tiles = (r1 - r0 + tile_rows - 1) / tile_rows, height = (r1 - r0 + tiles - 1) / tiles;
+      for (int64_t t0 = r0; t0 < r1; t0 += height) {
+        const int64_t t1 = std::min(r1, t0 + height), n_cols = (t1 - t0) * OW;
+        im2col_rows(xg, cs.Cg, w, t0, t1, col);
+        gemm_acc(cs.Mg, n_cols, cs.K, wg, col, n_cols, yg + t0 * OW, cs.P);
       }
     }
+  });
 }
 
 template <typename T>

@@ -1,11 +1,10 @@
 // ConvTranspose (1-D to 3-D spatial, groups, dilations, output_padding,
 // output_shape, auto_pad): gemm into columns, then col2im.
-#include <cblas.h>
-
 #include <vector>
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/matmul_util.h"
 
 namespace epprof::rt::kernels {
 
@@ -128,10 +127,8 @@ std::unique_ptr<Kernel> make_conv_transpose(const Node& node) {
       for (int64_t n = 0; n < N; ++n)
         for (int64_t g = 0; g < group; ++g) {
           // col[Mg*K, P] = W_g^T * X_g, W_g being Cg x (Mg*K)
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(Kc), static_cast<blasint>(P),
-                      static_cast<blasint>(Cg), 1.0f, wt.data<float>() + g * Cg * Kc, static_cast<blasint>(Kc),
-                      x.data<float>() + (n * C + g * Cg) * P, static_cast<blasint>(P), 0.0f, col.get(),
-                      static_cast<blasint>(P));
+          blas_gemm(true, false, Kc, P, Cg, 1.0f, wt.data<float>() + g * Cg * Kc, Kc,
+                    x.data<float>() + (n * C + g * Cg) * P, P, 0.0f, col.get(), P);
           col2im(col.get(), Mg, w, y + (n * M + g * Mg) * Q);
         }
     if (bias)

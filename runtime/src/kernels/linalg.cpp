@@ -37,10 +37,19 @@ Tensor typed_matmul(const Tensor& a, const Tensor& b) {
   const MatMulShape ms = resolve_matmul(a.shape(), b.shape(), "MatMul");
   Tensor out(a.dtype(), ms.out_shape);
   if (ms.m == 0 || ms.n == 0 || ms.k == 0) return out;  // zeros
-  const int64_t mk = ms.m * ms.k, kn = ms.k * ms.n, mn = ms.m * ms.n;
-  for (size_t bi = 0; bi < ms.a_index.size(); ++bi)
-    gemm_nn(ms.m, ms.n, ms.k, a.data<T>() + ms.a_index[bi] * mk, b.data<T>() + ms.b_index[bi] * kn,
-            out.mutable_data<T>() + static_cast<int64_t>(bi) * mn);
+  const int64_t mk = ms.m * ms.k, kn = ms.k * ms.n, mn = ms.m * ms.n, batches = int64_t(ms.a_index.size());
+  const auto products = [&](int64_t, int64_t b0, int64_t b1) {
+    for (int64_t bi = b0; bi < b1; ++bi)
+      gemm_nn(ms.m, ms.n, ms.k, a.data<T>() + ms.a_index[size_t(bi)] * mk, b.data<T>() + ms.b_index[size_t(bi)] * kn,
+              out.mutable_data<T>() + bi * mn);
+  };
+  // Enough products for every intra-op thread: a range of them each (one
+  // split product would re-pack its shared operand in every part); else one
+  // after another, each large one split (blas_gemm).
+  if (batches >= detail::intra_op_threads() && batches * mn * ms.k >= kSplitGemmMacs)
+    detail::parallel_for_ranges(batches, detail::intra_op_ranges(batches, 1), products);
+  else
+    products(0, 0, batches);
   return out;
 }
 

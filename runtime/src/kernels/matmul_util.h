@@ -3,21 +3,24 @@
 #pragma once
 #include <cblas.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/broadcast.h"
+#include "intra_op.h"
 #include "kernels/common.h"
 
 namespace epprof::rt::kernels {
 
 // Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C on
-// OpenBLAS, op() transposing when asked; lda/ldb/ldc are row strides. One
-// row or one column is a gemv: gemm would pack all of B (or A) for it, which
-// costs more than the product (a [1,3264] x [3264,128] Gemm: 114 us as gemm).
+// OpenBLAS (single-threaded: see blas_gemm), op() transposing when asked;
+// lda/ldb/ldc are row strides. One row or one column is a gemv: gemm would
+// pack all of B (or A) for it, which costs more than the product (a
+// [1,3264] x [3264,128] Gemm: 114 us as gemm).
 template <typename T>
-void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   const auto bi = [](int64_t v) { return static_cast<blasint>(v); };
@@ -45,6 +48,37 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     cblas_sgemm(CblasRowMajor, ta, tb, bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb), beta, c, bi(ldc));
   else
     cblas_dgemm(CblasRowMajor, ta, tb, bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb), beta, c, bi(ldc));
+}
+
+// Multiply-adds from which a gemm is split across the intra-op threads:
+// about 20 us on one core, several times what waking a worker costs
+// (chosen, not tuned).
+constexpr int64_t kSplitGemmMacs = int64_t(1) << 20;
+// Parts of a split gemm start at multiples of this many rows or columns,
+// so that OpenBLAS's register tiles stay whole.
+constexpr int64_t kSplitGemmAlign = 16;
+
+// blas_gemm_serial, split across the intra-op threads (intra_op.h) when it
+// is large: the larger of C's rows and columns into one contiguous part per
+// thread, each a single-threaded OpenBLAS call onto its own part of C.
+// OpenBLAS itself runs on one thread (Session::run sets it): its own
+// threading costs more than it gains on the runtime's small gemms.
+template <typename T>
+void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const bool by_rows = m >= n;
+  const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
+  if (blocks < 2 || m * n * k < kSplitGemmMacs || detail::intra_op_threads() == 1)
+    return blas_gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
+    const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
+    if (by_rows)  // rows lo..hi of op(A): A's rows, or its columns when transposed
+      blas_gemm_serial(trans_a, trans_b, hi - lo, n, k, alpha, a + (trans_a ? lo : lo * lda), lda, b, ldb, beta,
+                       c + lo * ldc, ldc);
+    else  // columns lo..hi of op(B)
+      blas_gemm_serial(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, b + (trans_b ? lo * ldb : lo), ldb, beta,
+                       c + lo, ldc);
+  });
 }
 
 // Row-major C[m,n] = A[m,k] * B[k,n] (contiguous), overwriting C.

@@ -5,8 +5,6 @@
 //
 // Integer products are computed on zero-point-centred operands held as double
 // and multiplied with OpenBLAS dgemm: exact while every sum stays below 2^53.
-#include <cblas.h>
-
 #include <cmath>
 #include <limits>
 #include <string>
@@ -96,9 +94,7 @@ void dgemm_nn(int64_t m, int64_t n, int64_t k, const double* a, const double* b,
     std::fill(c, c + m * n, 0.0);
     return;
   }
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
-              static_cast<blasint>(n));
+  gemm_nn(m, n, k, a, b, c);  // split across the intra-op threads when large
 }
 
 // The axis along which QuantizeLinear / DequantizeLinear parameters vary:

@@ -1,0 +1,131 @@
+#include "intra_op.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "memory_hooks.h"
+
+namespace epprof::rt::detail {
+
+namespace {
+
+thread_local IntraOpPool* t_pool = nullptr;
+
+}  // namespace
+
+struct IntraOpPool::State {
+  // One parallel_for's tasks, on the caller's stack while it runs.
+  struct Job {
+    void (*task)(const void*, int64_t);
+    const void* context;
+    int64_t n;
+    std::atomic<int64_t> next{0};  // the next task to take; n or more: none left
+    memory::Listeners listeners;   // the caller's: the workers' scratch buffers report to them
+    std::exception_ptr error;      // the first one a task threw (under mu)
+  };
+
+  std::mutex mu;
+  std::condition_variable work;  // workers wait for a job (or stop)
+  std::condition_variable idle;  // the caller waits for the workers to leave its job
+  Job* job = nullptr;     // the job workers may join; null between jobs
+  uint64_t generation = 0;       // jobs started: a worker joins each one once
+  int active = 0;                // workers inside `job`
+  bool stop = false;
+  std::atomic<bool> busy{false};  // a caller holds the pool
+  std::vector<std::thread> threads;
+
+  // Takes and runs tasks until none is left. A task that throws records its
+  // exception (the first one wins) and ends the job: the tasks not yet taken
+  // are skipped.
+  void work_on(Job& j) {
+    for (int64_t i; (i = j.next.fetch_add(1, std::memory_order_relaxed)) < j.n;) {
+      try {
+        j.task(j.context, i);
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!j.error) j.error = std::current_exception();
+        }
+        j.next.store(j.n, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  void worker() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      work.wait(lock, [&] { return stop || (job && generation != seen); });
+      if (stop) return;
+      seen = generation;
+      Job& j = *job;
+      ++active;
+      lock.unlock();
+      {
+        const memory::Borrow as_the_caller(j.listeners);
+        work_on(j);
+      }
+      lock.lock();
+      if (--active == 0) idle.notify_one();
+    }
+  }
+
+  void shut_down() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    work.notify_all();
+    for (auto& t : threads) t.join();
+  }
+};
+
+IntraOpPool::IntraOpPool(int threads) : state_(std::make_unique<State>()), workers_(std::max(threads - 1, 0)) {
+  try {
+    state_->threads.reserve(static_cast<size_t>(workers_));
+    for (int i = 0; i < workers_; ++i) state_->threads.emplace_back([s = state_.get()] { s->worker(); });
+  } catch (...) {  // a thread could not start: stop those that did
+    state_->shut_down();
+    throw;
+  }
+}
+
+IntraOpPool::~IntraOpPool() { state_->shut_down(); }
+
+void IntraOpPool::run(int64_t n, void (*task)(const void*, int64_t), const void* context) {
+  State& st = *state_;
+  const IntraOpScope no_pool_in_tasks(nullptr);
+  if (st.busy.exchange(true, std::memory_order_acquire)) {  // another thread's job: run ours alone
+    for (int64_t i = 0; i < n; ++i) task(context, i);
+    return;
+  }
+  State::Job job{task, context, n, {}, memory::current(), nullptr};
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.job = &job;
+    ++st.generation;
+  }
+  // Wake only the workers there are tasks for (the caller takes one).
+  for (int64_t w = std::min<int64_t>(n - 1, workers_); w > 0; --w) st.work.notify_one();
+  st.work_on(job);
+  {
+    std::unique_lock<std::mutex> lock(st.mu);
+    st.job = nullptr;  // a worker waking late no longer joins
+    st.idle.wait(lock, [&] { return st.active == 0; });
+  }
+  st.busy.store(false, std::memory_order_release);
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+IntraOpScope::IntraOpScope(IntraOpPool* pool) noexcept : saved_(t_pool) { t_pool = pool; }
+IntraOpScope::~IntraOpScope() { t_pool = saved_; }
+
+IntraOpPool* current_intra_op_pool() noexcept { return t_pool; }
+
+int intra_op_threads() noexcept { return t_pool ? t_pool->threads() : 1; }
+
+}  // namespace epprof::rt::detail

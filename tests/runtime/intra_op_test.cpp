@@ -1,0 +1,295 @@
+// The intra-op pool (src/intra_op.*): parallel_for's contract, and Conv,
+// MatMul and Gemm split across it giving the 1-thread results. Multi-threaded:
+// ctest's runtime_intra_op runs these again under ThreadSanitizer in CI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "epprof/rt/session.h"
+#include "intra_op.h"
+#include "test_models.h"
+
+namespace {
+
+using namespace epprof::rt;
+using epprof::rt::detail::IntraOpPool;
+using epprof::rt::detail::IntraOpScope;
+using epprof::rt::detail::intra_op_ranges;
+using epprof::rt::detail::intra_op_threads;
+using epprof::rt::detail::parallel_for;
+using epprof::rt::detail::parallel_for_ranges;
+namespace rtt = epprof::rt::testing;
+
+// Runs parallel_for(n) and checks that every index ran exactly once.
+void expect_each_index_once(int64_t n) {
+  std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+  parallel_for(n, [&](int64_t i) { runs[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed); });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(runs[static_cast<size_t>(i)].load(), 1) << "index " << i << " of " << n;
+}
+
+TEST(IntraOp, EveryIndexRunsExactlyOnce) {
+  for (int threads : {2, 3, 8}) {
+    IntraOpPool pool(threads);
+    const IntraOpScope scope(&pool);
+    EXPECT_EQ(intra_op_threads(), threads);
+    for (int64_t n : {0, 1, 2, 3, 7, 64, 1000}) expect_each_index_once(n);
+  }
+}
+
+TEST(IntraOp, RangesCoverEveryUnitOnce) {
+  IntraOpPool pool(3);
+  const IntraOpScope scope(&pool);
+  for (int64_t units : {1, 2, 5, 6, 100}) {
+    const int64_t ranges = intra_op_ranges(units, 2);
+    EXPECT_EQ(ranges, std::min<int64_t>(units, 6));
+    std::vector<std::atomic<int>> covered(static_cast<size_t>(units)), seen(static_cast<size_t>(ranges));
+    parallel_for_ranges(units, ranges, [&](int64_t r, int64_t begin, int64_t end) {
+      EXPECT_LT(begin, end);
+      EXPECT_LE(end - begin, (units + ranges - 1) / ranges);
+      seen[static_cast<size_t>(r)].fetch_add(1);
+      for (int64_t u = begin; u < end; ++u) covered[static_cast<size_t>(u)].fetch_add(1);
+    });
+    for (auto& r : seen) EXPECT_EQ(r.load(), 1);
+    for (int64_t u = 0; u < units; ++u) EXPECT_EQ(covered[static_cast<size_t>(u)].load(), 1) << u;
+  }
+}
+
+TEST(IntraOp, WithoutAPoolItIsAPlainLoopOnTheCaller) {
+  EXPECT_EQ(intra_op_threads(), 1);
+  const auto self = std::this_thread::get_id();
+  std::vector<int64_t> order;
+  parallel_for(5, [&](int64_t i) {
+    EXPECT_EQ(std::this_thread::get_id(), self);
+    order.push_back(i);
+  });
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(intra_op_ranges(10, 4), 1);
+}
+
+TEST(IntraOp, WorkersTakeTasks) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU";
+  IntraOpPool pool(2);
+  const IntraOpScope scope(&pool);
+  std::mutex mu;
+  std::set<std::thread::id> ran_on;
+  // Tasks long enough that the worker wakes before the caller has taken them all.
+  parallel_for(16, [&](int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::lock_guard<std::mutex> lock(mu);
+    ran_on.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(ran_on.size(), 2u);
+}
+
+TEST(IntraOp, TheFirstExceptionReachesTheCallerAndThePoolStaysUsable) {
+  IntraOpPool pool(3);
+  const IntraOpScope scope(&pool);
+  std::atomic<int> started{0};
+  try {
+    parallel_for(1000, [&](int64_t i) {
+      started.fetch_add(1);
+      if (i == 3) throw std::runtime_error("task 3 failed");
+      // Long enough that the failure is recorded while few tasks have been taken.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "task 3 failed");
+  }
+  EXPECT_LT(started.load(), 1000) << "the tasks not taken when one failed should be skipped";
+  // Every task throws: one exception comes back, none is lost in a worker.
+  for (int round = 0; round < 20; ++round)
+    EXPECT_THROW(parallel_for(8, [](int64_t i) { throw std::out_of_range(std::to_string(i)); }), std::out_of_range);
+  expect_each_index_once(100);
+}
+
+TEST(IntraOp, NestedCallsRunOnTheTasksThread) {
+  IntraOpPool pool(2);
+  const IntraOpScope scope(&pool);
+  std::atomic<int> inner{0};
+  parallel_for(8, [&](int64_t) {
+    EXPECT_EQ(intra_op_threads(), 1);  // a kernel called from a task does not split again
+    const auto self = std::this_thread::get_id();
+    parallel_for(4, [&](int64_t) {
+      EXPECT_EQ(std::this_thread::get_id(), self);
+      inner.fetch_add(1);
+    });
+  });
+  EXPECT_EQ(inner.load(), 32);
+  EXPECT_EQ(intra_op_threads(), 2);  // the scope is back after the job
+}
+
+TEST(IntraOp, ConcurrentCallersShareOnePool) {
+  // As the parallel executor's threads, or two runs of one session, do: a
+  // caller finding the pool busy runs its tasks alone.
+  IntraOpPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      const IntraOpScope scope(&pool);
+      for (int round = 0; round < 200; ++round) {
+        std::vector<std::atomic<int>> runs(16);
+        parallel_for(16, [&](int64_t i) { runs[static_cast<size_t>(i)].fetch_add(1); });
+        for (auto& r : runs) bad.fetch_add(r.load() != 1);
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// ---- kernels split across the pool give the 1-thread results ----------------
+
+std::vector<float> random_values(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+Tensor random_tensor(const Shape& shape, unsigned seed) {
+  Tensor t(DataType::Float, shape);
+  const auto v = random_values(static_cast<size_t>(t.size()), seed);
+  std::copy(v.begin(), v.end(), t.mutable_data<float>());
+  return t;
+}
+
+size_t elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return static_cast<size_t>(n);
+}
+
+// Runs `model` on `feeds` with intra_op_threads 1, 2 and 3 (and under the
+// parallel executor with 2) and expects the same outputs within 1e-5 of
+// the largest magnitude.
+void expect_same_for_all_thread_counts(const std::string& model, const std::map<std::string, Tensor>& feeds) {
+  SessionOptions one;
+  one.intra_op_threads = 1;
+  const std::vector<Tensor> want = Session::from_bytes(model, one).run(feeds);
+  std::vector<SessionOptions> others(3);
+  others[0].intra_op_threads = 2;
+  others[1].intra_op_threads = 3;
+  others[2].intra_op_threads = 2;
+  others[2].executor = ExecutorKind::Parallel;
+  others[2].inter_op_threads = 2;
+  for (const SessionOptions& so : others) {
+    Session s = Session::from_bytes(model, so);
+    for (int run = 0; run < 2; ++run) {
+      const std::vector<Tensor> got = s.run(feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        ASSERT_EQ(got[o].shape(), want[o].shape());
+        const float* g = got[o].data<float>();
+        const float* w = want[o].data<float>();
+        float scale = 1e-3f;
+        for (int64_t i = 0; i < want[o].size(); ++i) scale = std::max(scale, std::fabs(w[i]));
+        for (int64_t i = 0; i < want[o].size(); ++i)
+          ASSERT_LE(std::fabs(g[i] - w[i]), 1e-5f * scale)
+              << "output " << o << " element " << i << " with intra_op_threads " << so.intra_op_threads
+              << (so.executor == ExecutorKind::Parallel ? " (parallel executor)" : "");
+      }
+    }
+  }
+}
+
+struct ConvCase {
+  const char* what;
+  int64_t n, c, h, w, m, group, k, stride, pad;
+};
+
+TEST(IntraOpKernels, ConvMatchesOneThread) {
+  const ConvCase cases[] = {
+      {"several im2col tiles per image, 2 images", 2, 32, 48, 48, 16, 1, 3, 1, 1},
+      {"cnn's 32x32 maps", 1, 32, 32, 32, 32, 1, 3, 1, 1},
+      {"groups, stride 2, 3 images", 3, 16, 21, 19, 24, 4, 3, 2, 1},
+      {"depthwise", 2, 24, 30, 30, 24, 24, 3, 1, 1},
+      {"depthwise, 2 outputs per channel, stride 2", 1, 12, 33, 31, 24, 12, 5, 2, 2},
+      {"pointwise, 2 images", 2, 16, 30, 30, 40, 1, 1, 1, 0},
+      {"pointwise with groups", 1, 32, 17, 17, 64, 2, 1, 1, 0},
+      {"one output row", 1, 8, 3, 50, 8, 1, 3, 1, 0},
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "X", {c.n, c.c, c.h, c.w});
+    rtt::add_io(m, false, "Y", {c.n, c.m, oh, ow});
+    const std::vector<int64_t> wdims{c.m, c.c / c.group, c.k, c.k};
+    rtt::add_float_init(m, "W", wdims, random_values(elements(wdims), 1));
+    rtt::add_float_init(m, "B", {c.m}, random_values(static_cast<size_t>(c.m), 2));
+    auto* node = rtt::add_node(m, "Conv", "conv", {"X", "W", "B"}, {"Y"});
+    rtt::set_ints(node, "kernel_shape", {c.k, c.k});
+    rtt::set_ints(node, "strides", {c.stride, c.stride});
+    rtt::set_ints(node, "pads", {c.pad, c.pad, c.pad, c.pad});
+    rtt::set_int(node, "group", c.group);
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({c.n, c.c, c.h, c.w}, 3)}});
+  }
+}
+
+TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
+  struct MatMulCase {
+    Shape a, b, y;
+  };
+  const MatMulCase matmuls[] = {
+      {{300, 256}, {256, 200}, {300, 200}},     // split by rows
+      {{40, 512}, {512, 700}, {40, 700}},       // few rows: split by columns
+      {{3, 70, 128}, {128, 96}, {3, 70, 96}},   // batched
+      {{1, 2048}, {2048, 1024}, {1, 1024}},     // one row: a gemv
+      {{1000, 512}, {512, 1}, {1000, 1}},       // one column: a gemv
+  };
+  for (const MatMulCase& c : matmuls) {
+    SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "A", c.a);
+    rtt::add_io(m, false, "Y", c.y);
+    rtt::add_float_init(m, "B", c.b, random_values(elements(c.b), 4));
+    rtt::add_node(m, "MatMul", "mm", {"A", "B"}, {"Y"});
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"A", random_tensor(c.a, 5)}});
+  }
+  for (int trans = 0; trans < 4; ++trans) {
+    const bool ta = trans & 1, tb = trans & 2;
+    SCOPED_TRACE("Gemm transA " + std::to_string(ta) + " transB " + std::to_string(tb));
+    const int64_t mm = 260, k = 300, n = 230;
+    const Shape a = ta ? Shape{k, mm} : Shape{mm, k}, b = tb ? Shape{n, k} : Shape{k, n};
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "A", a);
+    rtt::add_io(m, false, "Y", {mm, n});
+    rtt::add_float_init(m, "B", b, random_values(elements(b), 6));
+    rtt::add_float_init(m, "C", {n}, random_values(static_cast<size_t>(n), 7));
+    auto* node = rtt::add_node(m, "Gemm", "gemm", {"A", "B", "C"}, {"Y"});
+    rtt::set_int(node, "transA", ta);
+    rtt::set_int(node, "transB", tb);
+    rtt::set_float(node, "alpha", 0.5f);
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"A", random_tensor(a, 8)}});
+  }
+}
+
+TEST(IntraOpKernels, ParallelExecutorRunsSplitConvsAtOnce) {
+  // Four independent convs: under the parallel executor several ask for the
+  // pool at once; those that find it busy run alone.
+  auto m = rtt::make_model();
+  rtt::add_io(m, true, "X", {1, 16, 40, 40});
+  for (int b = 0; b < 4; ++b) {
+    const std::string i = std::to_string(b);
+    rtt::add_io(m, false, "Y" + i, {1, 16, 40, 40});
+    rtt::add_float_init(m, "W" + i, {16, 16, 3, 3}, random_values(16 * 16 * 9, 10 + b));
+    auto* node = rtt::add_node(m, "Conv", "conv" + i, {"X", "W" + i}, {"Y" + i});
+    rtt::set_ints(node, "pads", {1, 1, 1, 1});
+  }
+  expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({1, 16, 40, 40}, 9)}});
+}
+
+}  // namespace
