@@ -19,21 +19,22 @@ enum class ExecutorKind { Sequential, Parallel };
 // Thread settings, as ONNX Runtime splits them (SessionOptions
 // intra_op_num_threads / inter_op_num_threads):
 //
-// - intra_op_threads: the threads one node's computation may use. It
-//   governs every intra-op parallel loop of the CPU EP: today those are
-//   OpenBLAS's (MatMul, Gemm, Conv, ConvTranspose, RNNs, MatMulInteger),
-//   the runtime has none of its own. 1 runs each node on the thread that
-//   runs it. 0 → default_intra_op_threads(), ONNX Runtime's default.
-//   OpenBLAS's thread count is process-global: each run() sets it to its
-//   session's value before its first node (a no-op when it already is), so
-//   sessions with different settings run correctly one after another; runs
-//   of such sessions that overlap in time share the value set last.
+// - intra_op_threads: the threads one node's computation may use: the
+//   session's own pool of intra_op_threads - 1 workers plus the thread that
+//   runs the node. Conv (by tiles of output rows, channels or columns), the
+//   large gemms of MatMul, Gemm, ConvTranspose, the RNNs and the quantized
+//   matmuls (by blocks of rows or columns) and batched MatMul (by batches)
+//   split their work across it; each part's gemm is a single-threaded
+//   OpenBLAS call (every run() keeps OpenBLAS's process-global count at 1).
+//   1 runs each node on the thread that runs it. 0 →
+//   default_intra_op_threads(), ONNX Runtime's default.
 // - inter_op_threads: the parallel executor's pool (nodes that run at
 //   once); 0 → hardware concurrency. The sequential executor has no pool
-//   and ignores it. Nodes running at once on the pool share OpenBLAS's one
-//   pool of intra_op_threads (as ONNX Runtime's parallel executor shares
-//   its intra-op pool), so a run keeps at most inter_op_threads +
-//   intra_op_threads - 1 threads busy rather than their product.
+//   and ignores it. Nodes running at once share the session's one intra-op
+//   pool (as ONNX Runtime's parallel executor shares its intra-op pool): a
+//   node that finds it busy runs its parts on its own thread, so a run keeps
+//   at most inter_op_threads + intra_op_threads - 1 threads busy rather
+//   than their product.
 struct SessionOptions {
   std::vector<std::shared_ptr<ExecutionProvider>> providers;  // priority order; empty → CPU EP
   ExecutorKind executor = ExecutorKind::Sequential;
