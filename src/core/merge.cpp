@@ -39,7 +39,7 @@ Merger::Merger(std::vector<std::unique_ptr<RunCursor>> runs) : runs_(std::move(r
 Merger::Node Merger::head(uint32_t leaf) const {
   if (leaf < leaves_.size()) {
     const Leaf& l = leaves_[leaf];
-    if (l.cur != l.end) return Node{l.cur->ts, l.cur->inv_dur, leaf, leaf};
+    if (l.cur != l.end) return Node{l.cur->rec->ts, ~l.cur->rec->dur, leaf, leaf};
   }
   return Node{UINT64_MAX, UINT64_MAX, kDone, leaf};
 }
@@ -51,8 +51,8 @@ void Merger::advance_winner() {
     l.cur = l.run->begin();
     l.end = l.run->end();
   }
-  // Replay the winner's path to the root; the key is read from the index
-  // entry, never through the record.
+  // Replay the winner's path to the root, with the new head's key read once
+  // into its node.
   Node x = head(w);
   const size_t p = tree_.size();
   for (size_t t = (p + w) >> 1; t > 0; t >>= 1) {

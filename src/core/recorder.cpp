@@ -27,7 +27,7 @@ constexpr size_t kSpillWriteBytes = 1 << 20;
 size_t entry_bytes(const Record* r) { return kSlotBytes * (1 + size_t(r->arg_slots)); }
 
 inline bool key_less(const IndexEntry& a, const IndexEntry& b) {
-  return a.ts != b.ts ? a.ts < b.ts : a.inv_dur < b.inv_dur;
+  return a.rec->ts != b.rec->ts ? a.rec->ts < b.rec->ts : a.rec->dur > b.rec->dur;
 }
 
 uint64_t count_entries(const std::vector<Chunk*>& chunks) {
@@ -62,7 +62,7 @@ void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n, 
       __builtin_prefetch(reinterpret_cast<const char*>(r) + 2048);
       i += 1 + uint32_t(r->arg_slots);
       seen |= r->flags;
-      const IndexEntry e{r->ts, ~r->dur, r};
+      const IndexEntry e{r};
       size_t j = m;
       if (j > 0 && !key_less(out[j - 1], e)) {
         do {
@@ -89,7 +89,7 @@ sort:
       const Record* r = &c->slots[i];
       i += 1 + uint32_t(r->arg_slots);
       *flags |= r->flags;
-      out[--m] = IndexEntry{r->ts, ~r->dur, r};
+      out[--m] = IndexEntry{r};
     }
   }
   std::stable_sort(out, out + n, key_less);
@@ -161,7 +161,7 @@ class DiskRun final : public RunCursor {
     window_.clear();
     while (window_.size() < kWindowEntries && whole_entry_at(pos)) {
       const Record* r = reinterpret_cast<const Record*>(buf_.get() + pos);
-      window_.push_back(IndexEntry{r->ts, ~r->dur, r});
+      window_.push_back(IndexEntry{r});
       pos += entry_bytes(r);
     }
     parsed_ = pos;
