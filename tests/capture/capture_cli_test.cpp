@@ -44,9 +44,12 @@ class Proc {
  public:
   Proc(const std::vector<std::string>& args, const std::string& log, const std::string& prefix_cmd = "")
       : log_(log) {
+    // Truncated here, before the fork: wait_for() must never read what an
+    // earlier process left in the same file.
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = fork();
+    if (pid_ != 0 && fd >= 0) close(fd);
     if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 1);
       dup2(fd, 2);
       std::vector<std::string> all;

@@ -598,8 +598,13 @@ int run_sampling_threads(const std::vector<std::string>& args, std::map<int, lon
     if (DIR* dir = opendir(task_dir.c_str())) {
       while (dirent* e = readdir(dir)) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        std::ifstream in(task_dir + "/" + e->d_name + "/stat");
-        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        // A thread may end between readdir and the read (ESRCH): skip it.
+        std::string stat(512, '\0');
+        const int fd = open((task_dir + "/" + e->d_name + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+        const ssize_t got = fd >= 0 ? read(fd, stat.data(), stat.size()) : -1;
+        if (fd >= 0) close(fd);
+        if (got <= 0) continue;
+        stat.resize(size_t(got));
         const size_t paren = stat.rfind(')');
         if (paren == std::string::npos) continue;
         std::istringstream fields(stat.substr(paren + 2));
