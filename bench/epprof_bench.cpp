@@ -478,6 +478,23 @@ uint64_t drain(core::Recorder& rec, exporter::TraceSink& sink) {
 // ---------------------------------------------------------------------------
 // 3. Export of 1M events to JSON.
 
+// The file a timed export writes, created empty; -1, with the benchmark
+// skipped, when it cannot be.
+int open_output(benchmark::State& state, const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) state.SkipWithError(("cannot create " + path).c_str());
+  return fd;
+}
+
+// Closes the output and removes it; returns the size it had, in MB.
+int64_t close_and_remove_mb(int fd, const std::string& path) {
+  close(fd);
+  struct stat st {};
+  stat(path.c_str(), &st);
+  unlink(path.c_str());
+  return int64_t(st.st_size / 1000000);
+}
+
 constexpr const char* kExport = "export_1M_json";
 constexpr const char* kExportStop = "export_1M_profiler_stop";
 
@@ -492,11 +509,8 @@ void BM_export_json(benchmark::State& state) {
   const std::string path = tmp_path("export");
   for (auto _ : state) {
     auto rec = make_recorder(streams, per);
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      state.SkipWithError("cannot open the export file in /tmp");
-      break;
-    }
+    const int fd = open_output(state, path);
+    if (fd < 0) break;
     const auto t = Clock::now();
     const double c0 = process_cpu_s();
     uint64_t written = 0;
@@ -510,11 +524,7 @@ void BM_export_json(benchmark::State& state) {
     const double secs = seconds_since(t);
     const double cpu = process_cpu_s() - c0;
     state.SetIterationTime(secs);
-
-    close(fd);
-    struct stat st {};
-    stat(path.c_str(), &st);
-    unlink(path.c_str());
+    const int64_t mb = close_and_remove_mb(fd, path);
     if (!ok || written != streams * per) {
       std::fprintf(stderr, "export: wrote %" PRIu64 " of %" PRIu64 " events (%s)\n", written,
                    streams * per, error.c_str());
@@ -522,8 +532,8 @@ void BM_export_json(benchmark::State& state) {
     }
     g_samples[kExport].push_back(double(written) / cpu);
     g_samples_wall[kExport].push_back(double(written) / secs);
-    g_notes[kExport] = "finish+merge+ChromeTraceSink to /tmp, 8 nested streams, " +
-                       std::to_string(st.st_size / 1000000) + " MB JSON (fractional us)";
+    g_notes[kExport] = "finish+merge+ChromeTraceSink to /tmp, 8 nested streams, " + std::to_string(mb) +
+                       " MB JSON (fractional us)";
     rec.reset();
   }
 }
@@ -575,11 +585,8 @@ void BM_json_floor(benchmark::State& state) {
   constexpr size_t kBuffer = size_t(1) << 20;
   std::unique_ptr<char[]> buf(new char[kBuffer]);
   for (auto _ : state) {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      state.SkipWithError("cannot open the floor's file in /tmp");
-      break;
-    }
+    const int fd = open_output(state, path);
+    if (fd < 0) break;
     const auto t = Clock::now();
     const double c0 = process_cpu_s();
     bool ok = true;
@@ -619,10 +626,7 @@ void BM_json_floor(benchmark::State& state) {
     const double secs = seconds_since(t);
     const double cpu = process_cpu_s() - c0;
     state.SetIterationTime(secs);
-    close(fd);
-    struct stat st {};
-    stat(path.c_str(), &st);
-    unlink(path.c_str());
+    const int64_t mb = close_and_remove_mb(fd, path);
     if (!ok) {
       std::fprintf(stderr, "json floor: a write failed\n");
       g_failed = true;
@@ -630,7 +634,7 @@ void BM_json_floor(benchmark::State& state) {
     g_samples[kJsonFloor].push_back(double(events.size()) / cpu);
     g_samples_wall[kJsonFloor].push_back(double(events.size()) / secs);
     g_notes[kJsonFloor] = "hand formatter: the same merged events from an array, to_chars + memcpy, 1 MiB writes, " +
-                          std::to_string(st.st_size / 1000000) + " MB";
+                          std::to_string(mb) + " MB";
   }
 }
 
