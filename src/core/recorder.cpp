@@ -96,9 +96,10 @@ sort:
 }
 
 // `n` entries of uninitialised memory whose pages are populated in the one
-// mmap call (MAP_POPULATE), for an index that finish() fills at once: on
-// virtual machines a page fault costs microseconds, and a 1M-event index is
-// 6,000 pages.
+// mmap call (MAP_POPULATE), for an index that finish() fills at once: no
+// page fault per page (a 1M-event index is 2,000 pages). The first access to
+// each page still traps on a shadow-paging VM (see touch_pages); finish()
+// pays that on its own thread.
 struct IndexMapping {
   void operator()(IndexEntry* p) const { munmap(p, bytes); }
   size_t bytes = 0;
