@@ -299,6 +299,17 @@ void BM_event_enabled(benchmark::State& state) {
   time_begin_end(state, p);
 }
 
+// The floor of an event: the two clock reads any begin+end takes (the clock
+// libepprof reads, epprof::core::now_ticks), nothing recorded.
+constexpr const char* kTwoClockReads = "two_clock_reads";
+void BM_two_clock_reads(benchmark::State& state) {
+  const bool tsc = epprof::core::ticks_are_tsc();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(epprof::core::now_ticks(tsc));
+    benchmark::DoNotOptimize(epprof::core::now_ticks(tsc));
+  }
+}
+
 // A long scope: one profiler records far more than the slab pool of
 // finished profilers holds (64 MiB), so most chunks are fresh memory whose
 // pages are populated on the recording thread.
@@ -1061,6 +1072,13 @@ std::vector<Row> build_rows() {
                     fmt("%.2f ns", wall), target > 0 ? verdict(cpu <= target) : "info", note});
   };
   micro(kEnabled, "host event begin+end, enabled", 30, "public C API, running profiler, no args");
+  micro(kTwoClockReads, "  floor: two clock reads", 0, "core::now_ticks twice, what any begin+end reads");
+  if (g_median_cpu_ns.count(kTwoClockReads) && g_median_cpu_ns.count(kEnabled)) {
+    const double ratio = g_median_cpu_ns[kEnabled] / g_median_cpu_ns[kTwoClockReads];
+    const double wall = g_median_wall_ns[kEnabled] / g_median_wall_ns[kTwoClockReads];
+    rows.push_back({"  begin+end / two clock reads", "<= 1.5x", fmt("%.2fx", ratio), fmt("%.2fx", wall),
+                    verdict(ratio <= 1.5), "issue 17: the hot path against its floor, same run"});
+  }
   micro(kEnabledWithId, "  same + epprof_correlation_id_next", 0, "what a host pays per event");
   micro(kEnabledLong, "  same, one long scope, fresh memory", 0,
         "one profiler past the 64 MiB slab pool: fresh slabs, populated ahead by libepprof's provisioner thread");
@@ -1137,6 +1155,7 @@ void register_all() {
         ->Unit(benchmark::kNanosecond);
   };
   micro(kEnabled, BM_event_enabled, hot);
+  micro(kTwoClockReads, BM_two_clock_reads, hot);
   micro(kEnabledWithId, BM_event_enabled_with_id, hot);
   micro(kEnabledLong, BM_event_enabled_long_scope, hot);
   micro(kEnabledSpilling, BM_event_enabled_spilling, hot);
