@@ -21,7 +21,8 @@ namespace epprof::rt::detail {
 class IntraOpPool {
  public:
   // `threads` >= 2: the calling thread of each parallel_for and threads - 1
-  // workers, which sleep on a condition variable between jobs.
+  // workers, which wait for the next job spinning for a while (see
+  // intra_op.cpp), then sleeping on a condition variable.
   explicit IntraOpPool(int threads);
   ~IntraOpPool();
   IntraOpPool(const IntraOpPool&) = delete;
