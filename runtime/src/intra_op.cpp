@@ -80,7 +80,7 @@ struct IntraOpPool::State {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
-      // A kernel's next parallel_for usually comes within microseconds (the
+      // A kernel's next parallel_for often comes within tens of microseconds (the
       // next Conv of the run): wait for it spinning first, and sleep only
       // when none came.
       lock.unlock();
