@@ -1,17 +1,20 @@
 #include "threading.h"
 
+#include "epprof/rt/blas.h"
+
 #include <fstream>
 #include <set>
 #include <string>
 #include <utility>
 
-// OpenBLAS's thread-count API (its cblas.h, e.g. Debian's
-// openblas-pthread/cblas.h). Declared here rather than taken from the
+// OpenBLAS's own API (its cblas.h, e.g. Debian's
+// openblas-pthread/cblas.h): thread count and kernel set. Declared here rather than taken from the
 // cblas.h the build finds, which Debian's alternatives may point at another
 // BLAS's header; the library linked is always libopenblas.
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+char* openblas_get_corename(void);
 }
 
 namespace epprof::rt::detail {
@@ -72,3 +75,12 @@ void set_blas_threads(int threads) {
 int blas_threads() { return openblas_get_num_threads(); }
 
 }  // namespace epprof::rt::detail
+
+namespace epprof::rt {
+
+std::string blas_kernels() {
+  const char* name = openblas_get_corename();
+  return name ? name : "";
+}
+
+}  // namespace epprof::rt
