@@ -54,6 +54,36 @@ EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_na
  * finds the string table full; OUT_OF_MEMORY. */
 EPPROF_API epprof_status* epprof_arg_set_intern(const epprof_arg* args, size_t num_args, epprof_arg_set_id* out);
 
+/* A graph node, as a host declares it to attribution
+ * (epprof_node_args_intern). A growable struct: the caller sets `size` to
+ * sizeof(epprof_node_desc) as it was compiled, and fields added later are
+ * read only when `size` covers them. */
+typedef struct epprof_node_desc {
+  size_t size;            /* sizeof(epprof_node_desc) */
+  epprof_name_id name;    /* the node's name in its graph; interned */
+  epprof_name_id op_type; /* its operator ("Conv"); interned */
+  uint32_t index;         /* its index in the graph */
+  epprof_name_id ep;      /* the execution provider that runs it
+                           * ("CPUExecutionProvider"), interned; 0: not said */
+} epprof_node_desc;
+
+/* As epprof_arg_set_intern, and the set also says which graph node an event
+ * that carries it executes. A NODE event whose own args hold such a set
+ * (the first one counts) is that node's execution, whatever the event is
+ * named: the device events it causes are attributed to it with the node's
+ * op type and index (trace args op_name and node_index; session records'
+ * node, op_type and node_index), and trace filters judge it by the node's
+ * name, op type and provider. A NODE event without one is attributed by its
+ * event name alone (parent_name). The set's args are the event's args as
+ * the trace writes them, whatever they are: the node is not read from them. The same list and node always get the
+ * same id; the same list with another node, or none, gets another. Not for
+ * the hot path: intern once per node (and shapes). Returns what
+ * epprof_arg_set_intern returns, and INVALID_ARGUMENT for NULL `node`, a
+ * `size` smaller than the struct's first version, or a name, op type or
+ * (nonzero) ep that is not interned. */
+EPPROF_API epprof_status* epprof_node_args_intern(const epprof_node_desc* node, const epprof_arg* args,
+                                                  size_t num_args, epprof_arg_set_id* out);
+
 /* The string of an interned id, or NULL for an id never returned by
  * epprof_intern. Borrowed; valid for the life of the process. */
 EPPROF_API const char* epprof_name(epprof_name_id id);
@@ -169,10 +199,9 @@ EPPROF_API const char* epprof_category_name(epprof_category category);
  *    initialization, model_run, executor phases) are always kept: they are
  *    the trace's timeline, which node events nest in and runs are found by.
  *  - NODE events: also op_types, node_names / node_name_regex and ep_names,
- *    read from the event: the "op_name" and "provider" args, and the name
- *    (ONNX Runtime's "<node>_kernel_time" names the node <node>; another
- *    name is the node's own). A NODE event that lacks what a filter tests
- *    fails it. Other host events have no node, and the node filters do not
+ *    read from the node the event declares (epprof_node_args_intern): its
+ *    op type, name and provider. An event that declares none has only a
+ *    name, its own. A NODE event that lacks what a filter tests fails it. Other host events have no node, and the node filters do not
  *    apply to them (unlike a session's filters, which a record lacking the
  *    field fails: a trace without its runs would not be a timeline).
  *  - plugin events (kernels, copies, API calls): `categories` by their own

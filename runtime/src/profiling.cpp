@@ -140,6 +140,18 @@ struct ProfilingObserver::NodeCache {
   struct Names {
     const Node* node;
     epprof_name_id event, op_type, provider;
+    epprof_name_id name;          // the node's own
+    epprof_arg_set_id declared;   // a set of no args that declares the node; 0 if the table was full
+
+    epprof_node_desc desc() const {
+      epprof_node_desc d{};
+      d.size = sizeof d;
+      d.name = name;
+      d.op_type = op_type;
+      d.index = uint32_t(node->index);
+      d.ep = provider;
+      return d;
+    }
   };
   struct Shapes {
     static constexpr size_t kInline = 24;
@@ -154,8 +166,28 @@ struct ProfilingObserver::NodeCache {
     const int64_t* signature() const { return signature_size <= kInline ? inline_signature : big_signature.data(); }
   };
 
-  // The args of a node event, ONNX Runtime's, in its order.
-  static std::array<epprof_arg, 8> event_args(const Names& names, const Node& node, const Shapes& s) {
+  // The args of a node event, ONNX Runtime's, in its order, then (when its
+  // set was interned) the set that declares the node, for attribution; `n`
+  // says how many.
+  struct EventArgs {
+    std::array<epprof_arg, 9> a;
+    size_t n;
+  };
+  static EventArgs event_args(const Names& names, const Node& node, const Shapes& s) {
+    EventArgs args{};
+    const auto shaped = shape_args(names, node, s);
+    std::copy(shaped.begin(), shaped.end(), args.a.begin());
+    args.n = shaped.size();
+    if (names.declared) {
+      args.a[8] = {0, EPPROF_ARG_SET, {}};
+      args.a[8].value.set = names.declared;
+      args.n = 9;
+    }
+    return args;
+  }
+
+  // The args ONNX Runtime writes, which the set of a node's shapes holds.
+  static std::array<epprof_arg, 8> shape_args(const Names& names, const Node& node, const Shapes& s) {
     const Keys& k = keys();
     return {
         name_arg(k.op_name, names.op_type),
@@ -182,8 +214,13 @@ struct ProfilingObserver::NodeCache {
   }
 
   [[gnu::noinline]] const Names& names_slow(HotNode& hot, const NodeInfo& info) {
-    const Names fresh{&info.node, intern(info.node.name + "_kernel_time"), intern(info.node.op_type),
-                      intern(info.provider)};
+    Names fresh{&info.node, intern(info.node.name + "_kernel_time"), intern(info.node.op_type),
+                intern(info.provider), intern(info.node.name), 0};
+    const epprof_node_desc desc = fresh.desc();
+    if (epprof_status* st = epprof_node_args_intern(&desc, nullptr, 0, &fresh.declared)) {
+      epprof_status_release(st);  // the table is full: the node's device work goes unattributed to it
+      fresh.declared = 0;
+    }
     std::lock_guard<std::mutex> lock(mu);
     if (!hot.owner.load(std::memory_order_relaxed)) {
       names = fresh;
@@ -244,8 +281,10 @@ struct ProfilingObserver::NodeCache {
     fresh->activation_bytes = int64_t(io.activation_bytes());
     fresh->parameter_bytes = int64_t(io.parameter_bytes());
     fresh->output_bytes = int64_t(io.output_bytes());
-    const auto args = event_args(names_for(hot, info), node, *fresh);
-    if (epprof_status* st = epprof_arg_set_intern(args.data(), args.size(), &fresh->args)) {
+    const Names& names = names_for(hot, info);
+    const auto args = shape_args(names, node, *fresh);
+    const epprof_node_desc desc = names.desc();
+    if (epprof_status* st = epprof_node_args_intern(&desc, args.data(), args.size(), &fresh->args)) {
       epprof_status_release(st);  // node_end passes the args one by one instead
       fresh->args = 0;
     }
@@ -537,7 +576,7 @@ void ProfilingObserver::node_end_slow(const NodeInfo& info, const NodeIo& io, co
     return;
   }
   const auto args = NodeCache::event_args(n.cold.names_for(n.hot, info), info.node, shapes);
-  report(epprof_event_end(profiler_, info.correlation_id, args.data(), args.size()));
+  report(epprof_event_end(profiler_, info.correlation_id, args.a.data(), args.n));
 }
 
 // A node outside the run's shape epoch (downstream of an If on a computed
@@ -553,24 +592,29 @@ void ProfilingObserver::block_end_outside_epoch(const NodeInfo& info, const Node
     return;
   }
   const auto args = NodeCache::event_args(n.cold.names_for(n.hot, info), info.node, shapes);
-  report(epprof_event_block_end_with_args(&block_, position, args.data(), args.size()));
+  report(epprof_event_block_end_with_args(&block_, position, args.a.data(), args.n));
 }
 
 void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
   const Keys& k = keys();
-  const epprof_arg args[] = {
+  const NodeState n = node_state(info.node_index);
+  epprof_arg args[] = {
       str_arg(k.op_name, info.node.op_type.c_str()),
       str_arg(k.provider, info.provider.c_str()),
       int_arg(k.node_index, int64_t(info.node.index)),
       str_arg(k.error, what),
+      {0, EPPROF_ARG_SET, {}},
   };
+  size_t num_args = sizeof args / sizeof args[0];
+  args[4].value.set = n.cold.names_for(n.hot, info).declared;  // so its device work is attributed
+  if (!args[4].value.set) --num_args;
   bool in_block;
   const size_t position = held_position(info, &in_block);
   if (position != kNotHeld && in_block) {
-    report(epprof_event_block_end_with_args(&block_, position, args, sizeof args / sizeof args[0]));
+    report(epprof_event_block_end_with_args(&block_, position, args, num_args));
     return;
   }
-  report(epprof_event_end(profiler_, info.correlation_id, args, sizeof args / sizeof args[0]));
+  report(epprof_event_end(profiler_, info.correlation_id, args, num_args));
 }
 
 }  // namespace epprof::rt

@@ -58,6 +58,13 @@ EPPROF_PIN(epprof_profiler_config, trace_format, 52);
 // Appends filter.
 EPPROF_PIN(epprof_profiler_config, filter, 56);
 static_assert(sizeof(epprof_profiler_config) == 64, "epprof_profiler_config v2 size");
+
+EPPROF_PIN(epprof_node_desc, size, 0);
+EPPROF_PIN(epprof_node_desc, name, 8);
+EPPROF_PIN(epprof_node_desc, op_type, 12);
+EPPROF_PIN(epprof_node_desc, index, 16);
+EPPROF_PIN(epprof_node_desc, ep, 20);
+static_assert(sizeof(epprof_node_desc) == 24, "epprof_node_desc v1 size");
 EPPROF_PIN(epprof_trace_filter, size, 0);
 EPPROF_PIN(epprof_trace_filter, categories, 8);
 EPPROF_PIN(epprof_trace_filter, reserved, 12);

@@ -1,6 +1,7 @@
 // C entry points for profilers, including the hot path, and the
 // process-wide services (interning, ids, clock, thread names).
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -255,7 +256,28 @@ EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_na
 
 EPPROF_API epprof_status* epprof_arg_set_intern(const epprof_arg* args, size_t num_args, epprof_arg_set_id* out) {
   if (!out) return null_argument("epprof_arg_set_intern", "out");
-  return epprof::core::intern_arg_set(args, num_args, out);
+  return epprof::core::intern_arg_set("epprof_arg_set_intern", args, num_args, nullptr, out);
+}
+
+EPPROF_API epprof_status* epprof_node_args_intern(const epprof_node_desc* node, const epprof_arg* args,
+                                                  size_t num_args, epprof_arg_set_id* out) {
+  static const char* fn = "epprof_node_args_intern";
+  if (!node) return null_argument(fn, "node");
+  if (!out) return null_argument(fn, "out");
+  constexpr size_t kFirstSize = offsetof(epprof_node_desc, ep) + sizeof(epprof_name_id);
+  if (node->size < kFirstSize)
+    return epprof::base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+      return std::string(fn) + ": node->size is " + std::to_string(node->size) + ", below the " +
+             std::to_string(kFirstSize) + " bytes of epprof_node_desc's first version";
+    });
+  for (auto [field, id] :
+       {std::pair{"name", node->name}, std::pair{"op_type", node->op_type}, std::pair{"ep", node->ep}})
+    if ((id || std::string_view(field) != "ep") && !epprof::core::interned(id))
+      return epprof::base::status_from(EPPROF_INVALID_ARGUMENT, [&, field = field, id = id] {
+        return std::string(fn) + ": node->" + field + " (" + std::to_string(id) + ") is not an interned name";
+      });
+  const epprof::core::NodeIdentity identity{node->name, node->op_type, node->index, node->ep};
+  return epprof::core::intern_arg_set(fn, args, num_args, &identity, out);
 }
 
 EPPROF_API const char* epprof_name(epprof_name_id id) {

@@ -25,7 +25,7 @@ size_t inline_value_bytes(const epprof_arg& a, size_t* len) {
 
 struct SetTable {
   std::mutex mu;
-  std::unordered_map<std::string_view, uint32_t> ids;  // payload → id; views into the sets
+  std::unordered_map<std::string_view, uint32_t> ids;  // key → id; views into the sets' keys
   PagedTable<ArgSet, kMaxArgSets> sets;
 };
 
@@ -137,17 +137,28 @@ void encode_args(unsigned char* p, const epprof_arg* args, size_t num_args, cons
   }
 }
 
-epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t* out) noexcept {
-  static const char* fn = "epprof_arg_set_intern";
+epprof_status* intern_arg_set(const char* fn, const epprof_arg* args, size_t num_args, const NodeIdentity* node,
+                              uint32_t* out) noexcept {
   ArgPlan plan;
   if (epprof_status* st = plan_args(fn, args, num_args, /*sets_allowed=*/false, plan)) return st;
   try {
     auto set = std::make_unique<ArgSet>();
     set->payload.assign(plan.bytes, '\0');
     encode_args(reinterpret_cast<unsigned char*>(set->payload.data()), args, num_args, plan);
+    // A set's key is its payload, whose length is a multiple of 4; a set
+    // that declares a node appends a marker byte and the node, 17 bytes,
+    // so no key of one kind equals a key of the other.
+    set->key = set->payload;
+    if (node) {
+      set->has_node = true;
+      set->node = *node;
+      set->key.push_back('N');
+      set->key.append(reinterpret_cast<const char*>(node), sizeof *node);
+    }
+    static_assert(sizeof(NodeIdentity) == 16, "no padding in the key");
     SetTable& t = set_table();
     std::lock_guard<std::mutex> lock(t.mu);
-    if (auto it = t.ids.find(set->payload); it != t.ids.end()) {
+    if (auto it = t.ids.find(set->key); it != t.ids.end()) {
       *out = it->second;
       return nullptr;
     }
@@ -158,7 +169,7 @@ epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t*
       set->texts.emplace_back(a.value.str);
       a.value.str = set->texts.back().c_str();  // reserved above: no reallocation moves it
     }
-    const std::string_view key(set->payload);
+    const std::string_view key(set->key);
     const uint32_t id = t.sets.append(std::move(set));
     if (!id)
       return base::status_from(EPPROF_RESOURCE_EXHAUSTED, [&] {

@@ -36,16 +36,31 @@ epprof_status* plan_args(const char* fn, const epprof_arg* args, size_t num_args
 // Writes the payload plan_args sized into `out` (plan.bytes, zeroed).
 void encode_args(unsigned char* out, const epprof_arg* args, size_t num_args, const ArgPlan& plan) noexcept;
 
+// The graph node an event executes, as the host declared it
+// (epprof_node_args_intern): typed values, read by attribution as they are.
+struct NodeIdentity {
+  uint32_t name;     // interned: the node's name in its graph
+  uint32_t op_type;  // interned
+  uint32_t index;    // its index in the graph
+  uint32_t ep;       // interned: the execution provider that runs it, or 0
+};
+
 struct ArgSet {
   std::string payload;             // u32 count + the encoded args, as a record's
   std::vector<std::string> texts;  // owned copies of STRING and JSON values
   std::vector<epprof_arg> args;    // the args, their strings pointing into `texts`
+  std::string key;                 // the table's: the payload, then the node if declared
+  bool has_node = false;           // the set also declares `node`
+  NodeIdentity node{};
 };
 
-// The id of the set holding a copy of `args` (the same list gets the same
-// id), or a status: INVALID_ARGUMENT, RESOURCE_EXHAUSTED (table full),
-// OUT_OF_MEMORY.
-epprof_status* intern_arg_set(const epprof_arg* args, size_t num_args, uint32_t* out) noexcept;
+// The id of the set holding a copy of `args` and, unless `node` is null,
+// declaring that node (the same list and node get the same id; the same
+// list with another node, or none, another id), or a status:
+// INVALID_ARGUMENT, RESOURCE_EXHAUSTED (table full), OUT_OF_MEMORY. `fn`
+// names the caller in messages.
+epprof_status* intern_arg_set(const char* fn, const epprof_arg* args, size_t num_args, const NodeIdentity* node,
+                              uint32_t* out) noexcept;
 
 // The set of `id`, or nullptr for an id intern_arg_set never returned.
 const ArgSet* arg_set(uint32_t id) noexcept;
@@ -54,6 +69,10 @@ const ArgSet* arg_set(uint32_t id) noexcept;
 // plain global (no initialisation guard) so that the hot path's check reads
 // one line.
 extern std::atomic<uint32_t> g_arg_sets_published;
+
+// The node that an event with this record's args executes: the node of the
+// first arg set among its own args that declares one, or nullptr.
+const NodeIdentity* node_of(const Record* r) noexcept;
 
 // Whether `id` is a set id.
 inline bool is_arg_set(uint32_t id) noexcept {

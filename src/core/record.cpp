@@ -12,7 +12,45 @@ void open_list(const unsigned char* payload, uint32_t* count, const unsigned cha
   *p = payload + 4;
 }
 
+// The bytes of one entry's value, from its type (past the 8-byte head).
+size_t value_bytes(StoredArg type, const unsigned char* value) noexcept {
+  switch (type) {
+    case StoredArg::kInt64:
+      return 8;
+    case StoredArg::kString:
+    case StoredArg::kJson: {
+      uint32_t len;
+      std::memcpy(&len, value, 4);
+      return 4 + ((len + 3) & ~size_t(3));
+    }
+    case StoredArg::kStringId:
+    case StoredArg::kJsonId:
+    case StoredArg::kSet:
+      return 4;
+  }
+  return 0;
+}
+
 }  // namespace
+
+const NodeIdentity* node_of(const Record* r) noexcept {
+  if (r->arg_slots == 0) return nullptr;
+  uint32_t count;
+  const unsigned char* p;
+  open_list(reinterpret_cast<const unsigned char*>(r + 1), &count, &p);
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto type = StoredArg(p[4]);
+    p += 8;
+    if (type == StoredArg::kSet) {
+      uint32_t id;
+      std::memcpy(&id, p, 4);
+      const ArgSet* set = arg_set(id);
+      if (set && set->has_node) return &set->node;
+    }
+    p += value_bytes(type, p);
+  }
+  return nullptr;
+}
 
 ArgIterator::ArgIterator(const Record* r) noexcept {
   if (r->arg_slots == 0) return;

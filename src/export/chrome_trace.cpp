@@ -136,7 +136,9 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
     }
     if (a->is_node) {
       field("op_name", a->op_name);
-      field("node_index", a->node_index);
+      w_.raw(",\"node_index\":\"");  // a string, as ONNX Runtime writes its args
+      w_.u64(a->node_index);
+      w_.raw('"');
       field("parent_name", a->parent_name);
     } else if (a->resolved) {
       field("parent_name", a->parent_name);

@@ -72,8 +72,9 @@ void SqliteTraceSink::device_event(const DeviceEventOut& e) {
     if (!attribution_replaces(a, (*e.keys)[i])) args_.push_back({(*e.keys)[i], (*e.values)[i], false});
   if (a) {
     if (a->is_node) {
+      node_index_ = std::to_string(a->node_index);
       args_.push_back({"op_name", a->op_name, false});
-      args_.push_back({"node_index", a->node_index, false});
+      args_.push_back({"node_index", node_index_, false});
       args_.push_back({"parent_name", a->parent_name, false});
     } else if (a->resolved) {
       args_.push_back({"parent_name", a->parent_name, false});

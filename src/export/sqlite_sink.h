@@ -44,6 +44,7 @@ class SqliteTraceSink final : public TraceSink {
   JsonTextCheck json_check_;  // JSON args that do not parse are stored as strings
   std::string open_error_;
   std::vector<tracedb::ArgIn> args_;
+  std::string node_index_;  // the text an attributed device event's node_index arg points to
   std::deque<std::string> texts_;  // backing for formatted values, reused (a deque: growing it moves none)
   size_t texts_used_ = 0;
 };

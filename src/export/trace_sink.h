@@ -40,14 +40,15 @@ struct HostEventOut {
   const std::vector<ExtraArg>* extra_args = nullptr;  // annotations, or nullptr
 };
 
-// What the host knew about the event that caused a device event.
+// What the host knew about the event that caused a device event. The
+// strings are interned: they live as long as the process.
 struct Attribution {
   uint64_t correlation_id;
   bool resolved;          // the id belongs to a host event of this scope
-  bool is_node;           // ... and that event is a NODE event
-  std::string parent_name;
-  std::string op_name;
-  std::string node_index;
+  bool is_node;           // ... a NODE event that declared its node (epprof_node_args_intern)
+  std::string_view parent_name;  // the host event's name
+  std::string_view op_name;      // the node's op type, when is_node
+  uint32_t node_index;           // when is_node
   int64_t host_tid;
   int64_t host_ts_ns;
 };

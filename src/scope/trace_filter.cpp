@@ -4,7 +4,7 @@
 
 #include "core/intern.h"
 #include "epprof/profiler.h"
-#include "scope/attribution.h"
+#include "core/args.h"
 
 namespace epprof::scope {
 
@@ -27,28 +27,10 @@ bool TraceFilter::keep_plugin(const epprof_event& e, bool host_kept) {
 bool TraceFilter::keep_node(const core::Record& r) {
   const core::NameFilter& f = s_.names;
   if (!f.filters_nodes()) return true;
-  static const uint32_t kOpName = core::intern("op_name");
-  static const uint32_t kProvider = core::intern("provider");
-  // Only the names a filter tests are looked up (interning takes a lock).
-  uint32_t op = 0, ep = 0;
-  core::ArgIterator it(&r);
-  core::ArgView v;
-  while (it.next(v)) {
-    if (v.is_int) continue;
-    if (v.key == kOpName && !f.op_types.empty()) op = core::intern(v.str);
-    if (v.key == kProvider && !f.ep_names.empty()) ep = core::intern(v.str);
-  }
-  const bool by_node = !f.node_names.empty() || f.node_regex;
-  return f.accepts_node(op, by_node ? node_of(r.name) : 0, ep);
-}
-
-uint32_t TraceFilter::node_of(uint32_t event_name) {
-  auto [it, fresh] = node_of_event_.emplace(event_name, 0);
-  if (fresh) {
-    const std::string* name = core::interned(event_name);
-    it->second = name ? core::intern(node_of_event(*name)) : 0;
-  }
-  return it->second;
+  // The node the event declared; an event that declared none has a name,
+  // its own, and no op type or provider.
+  if (const core::NodeIdentity* node = core::node_of(&r)) return f.accepts_node(node->op_type, node->name, node->ep);
+  return f.accepts_node(0, r.name, 0);
 }
 
 exporter::MetaValue TraceFilter::metadata() const {

@@ -41,10 +41,8 @@ class TraceFilter {
 
  private:
   bool keep_node(const core::Record& r);
-  uint32_t node_of(uint32_t event_name);
 
   const core::TraceFilterSettings& s_;
-  std::unordered_map<uint32_t, uint32_t> node_of_event_;  // event name id → node name id
   uint64_t host_left_out_ = 0, plugin_left_out_ = 0;
 };
 

@@ -229,7 +229,7 @@ class EndOrder {
     const exporter::Attribution* a = attribution_.of(e);
     const bool on_device = is_device_category(e.category);
     if (subscriber_ && on_device)
-      session_records_.push_back(session_record(e, a, ep_names_[d.plugin], p_.start_pair().ns));
+      session_records_.push_back(session_record(e, attribution_.node(e), ep_names_[d.plugin], p_.start_pair().ns));
     if (filter_ && !filter_->keep_plugin(e, !attribution_.host_left_out(e))) return;
     sink_.device_event({uint8_t(e.category), e.name, on_device ? pid_ : e.pid, d.tid, e.ts_ns, e.dur_ns, &e.keys,
                         &e.values, a});

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/args.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/profiler.h"
@@ -264,7 +265,7 @@ void Session::write_to_trace(const epprof_record* records, size_t count) {
     if (r.category >= EPPROF_CATEGORY_COUNT_) continue;
     auto it = trace_streams_.find(r.tid);
     if (it == trace_streams_.end()) it = trace_streams_.emplace(r.tid, trace_->add_thread(int64_t(r.tid))).first;
-    epprof_arg args[5];
+    epprof_arg args[6];
     size_t n = 0;
     auto name_arg = [&](uint32_t key, uint32_t value) {
       args[n].key = key;
@@ -281,6 +282,20 @@ void Session::write_to_trace(const epprof_record* records, size_t count) {
     if (r.node_index != EPPROF_RECORD_NO_NODE) int_arg(kIndex, int64_t(r.node_index));
     if (r.kernel && core::interned(r.kernel)) name_arg(kKernel, r.kernel);
     if (r.run_id) int_arg(kRun, int64_t(r.run_id));
+    // A node's record declares its node, so the trace attributes its device
+    // work to it (scope/attribution).
+    if (r.kind == EPPROF_RECORD_HOST_EVENT && r.category == EPPROF_CATEGORY_NODE && r.node &&
+        core::interned(r.node) && r.op_type && core::interned(r.op_type) && r.node_index != EPPROF_RECORD_NO_NODE) {
+      const core::NodeIdentity node{r.node, r.op_type, r.node_index, r.ep && core::interned(r.ep) ? r.ep : 0};
+      uint32_t set = 0;
+      if (epprof_status* st = core::intern_arg_set("epprof_session_write_trace", nullptr, 0, &node, &set))
+        epprof_status_release(st);  // the set table is full: the node's device work shows unattributed
+      if (set) {
+        args[n].key = 0;
+        args[n].type = EPPROF_ARG_SET;
+        args[n++].value.set = set;
+      }
+    }
     const uint32_t name = r.name && core::interned(r.name) ? r.name : kUnknown;
     if (epprof_status* st = trace_->record(*it->second, uint8_t(r.category), name, r.correlation_id, r.ts_ns,
                                            r.dur_ns < 0 ? 0 : r.dur_ns, args, n))

@@ -245,9 +245,16 @@ struct Recorded {
   epprof_trace_stats stats{};
 };
 
-// Each node event ends with op_name=Gemm, given as one arg or, with
-// `as_set`, as an arg set that also holds node_index=3.
-Recorded run_fake(FakePlugin* pl, int nodes, bool as_set = false) {
+// How run_fake's node events say what node they execute.
+enum class NodeArgs {
+  kDeclared,     // op_name=Gemm, then a set that declares node "n" (Gemm, index 3)
+  kDeclaredSet,  // one set that declares the node and holds op_name=Gemm, node_index=3
+  kUndeclared,   // the args op_name=Gemm and node_index=3, and no declaration
+};
+
+// Each node event is named "gemm step": not the node's name, and no
+// naming convention, so attribution has only what the host declared.
+Recorded run_fake(FakePlugin* pl, int nodes, NodeArgs how = NodeArgs::kDeclared) {
   Recorded out;
   epprof_plugin_t h;
   EXPECT_EQ(take(epprof_plugin_register(&pl->base, &h)).code, EPPROF_OK);
@@ -260,20 +267,22 @@ Recorded run_fake(FakePlugin* pl, int nodes, bool as_set = false) {
   // Unloading a plugin a profiler uses is refused.
   EXPECT_EQ(take(epprof_plugin_unload(h)).code, EPPROF_FAILED_PRECONDITION);
   EXPECT_EQ(take(epprof_profiler_start(prof)).code, EPPROF_OK);
-  const epprof_name_id node = name_id("n_kernel_time");
+  const epprof_name_id node = name_id("gemm step");
   epprof_arg op{name_id("op_name"), EPPROF_ARG_STRING, {}};
   op.value.str = "Gemm";
-  epprof_arg set{0, EPPROF_ARG_SET, {}};
-  if (as_set) {
-    epprof_arg both[2] = {op, {name_id("node_index"), EPPROF_ARG_INT64, {}}};
-    both[1].value.i64 = 3;
-    EXPECT_EQ(take(epprof_arg_set_intern(both, 2, &set.value.set)).code, EPPROF_OK);
-  }
+  epprof_arg both[2] = {op, {name_id("node_index"), EPPROF_ARG_INT64, {}}};
+  both[1].value.i64 = 3;
+  epprof_arg declared[2] = {op, epprof::testing::set_arg(epprof::testing::node_set("n", "Gemm", 3))};
+  const epprof_arg in_set = epprof::testing::set_arg(epprof::testing::node_set("n", "Gemm", 3, nullptr, both, 2));
+  EXPECT_NE(declared[1].value.set, 0u);
+  EXPECT_NE(in_set.value.set, 0u);
+  const epprof_arg* args = how == NodeArgs::kDeclared ? declared : how == NodeArgs::kDeclaredSet ? &in_set : both;
+  const size_t num_args = how == NodeArgs::kDeclaredSet ? 1 : 2;
   for (int i = 0; i < nodes; ++i) {
     uint64_t id = epprof_correlation_id_next();
     EXPECT_EQ(take(epprof_event_begin(prof, EPPROF_CATEGORY_NODE, node, id)).code, EPPROF_OK);
     pl->clock.now += 10'000;
-    EXPECT_EQ(take(epprof_event_end(prof, id, as_set ? &set : &op, 1)).code, EPPROF_OK);
+    EXPECT_EQ(take(epprof_event_end(prof, id, args, num_args)).code, EPPROF_OK);
   }
   out.stats.size = sizeof out.stats;
   EXPECT_EQ(take(epprof_profiler_stop(prof, &out.stats)).code, EPPROF_OK);
@@ -391,7 +400,7 @@ TEST(FakePluginProfiling, AKernelThatEndsBeforeItsNodeKeepsItsTrackInEndOrder) {
 
 TEST(FakePluginProfiling, AnArgSetReachesPluginsAndAttributionExpanded) {
   auto* pl = new_fake_plugin();
-  Recorded r = run_fake(pl, 2, /*as_set=*/true);
+  Recorded r = run_fake(pl, 2, NodeArgs::kDeclaredSet);
   EXPECT_EQ(pl->seen_args, (std::vector<std::string>{"op_name=Gemm", "node_index=3", "op_name=Gemm", "node_index=3"}));
   int kernels = 0;
   for (auto& e : r.events) {
@@ -401,6 +410,25 @@ TEST(FakePluginProfiling, AnArgSetReachesPluginsAndAttributionExpanded) {
     EXPECT_EQ(e.arg("node_index"), "3");
   }
   EXPECT_EQ(kernels, 2);
+  delete pl;
+}
+
+// Attribution reads no names and no args: a node event that declares no
+// node gives its device work only its own name, whatever args it has.
+TEST(FakePluginProfiling, AnUndeclaredNodeIsAttributedByItsEventNameAlone) {
+  auto* pl = new_fake_plugin();
+  Recorded r = run_fake(pl, 2, NodeArgs::kUndeclared);
+  int kernels = 0;
+  for (auto& e : r.events) {
+    if (e.cat != "Kernel") continue;
+    ++kernels;
+    EXPECT_EQ(e.arg("parent_name"), "gemm step");
+    EXPECT_FALSE(e.has_arg("op_name")) << "attribution read the host's op_name arg";
+    EXPECT_FALSE(e.has_arg("node_index")) << "attribution read the host's node_index arg";
+    EXPECT_FALSE(e.has_arg("unattributed"));
+  }
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(r.stats.unattributed_device_events, 0u);
   delete pl;
 }
 
@@ -466,7 +494,8 @@ TEST(FakePluginProfiling, ActiveSessionsReceiveTheDeviceEventsWithTheirAttributi
     EXPECT_STREQ(epprof_name(rec.kernel), "fake_kernel");
     EXPECT_STREQ(epprof_name(rec.ep), "fake");
     EXPECT_STREQ(epprof_name(rec.op_type), "Gemm");
-    EXPECT_STREQ(epprof_name(rec.node), "n");  // the node event "n_kernel_time"
+    EXPECT_STREQ(epprof_name(rec.node), "n");  // declared; the node event is "gemm step"
+    EXPECT_EQ(rec.node_index, 3u);
     auto k = kernels.find(std::to_string(rec.correlation_id));
     ASSERT_NE(k, kernels.end()) << "a record for a kernel the trace does not have";
     EXPECT_EQ(rec.dur_ns, std::llround(k->second->dur * 1000));

@@ -119,14 +119,18 @@ epprof_trace_stats record(const std::string& path, const epprof_trace_filter* fi
       if (memory) {
         EXPECT_EQ(take(epprof_memory_alloc(p, node.id, 64, cpu, EPPROF_MEMORY_OUTPUT)).code, EPPROF_OK);
       }
-      // ONNX Runtime's node args, which attribution copies onto the node's device work.
-      epprof_arg args[3] = {{name_id("op_name"), EPPROF_ARG_NAME, {}},
+      // ONNX Runtime's node args, and the node declared: what the filters
+      // judge it by and attribution copies onto its device work.
+      const uint32_t index = uint32_t(nodes->size() % kNodes.size());
+      epprof_arg args[4] = {{name_id("op_name"), EPPROF_ARG_NAME, {}},
                             {name_id("provider"), EPPROF_ARG_STRING, {}},
-                            {name_id("node_index"), EPPROF_ARG_INT64, {}}};
+                            {name_id("node_index"), EPPROF_ARG_INT64, {}},
+                            epprof::testing::set_arg(
+                                epprof::testing::node_set(n[0].c_str(), n[1].c_str(), index, n[2].c_str()))};
       args[0].value.name = name_id(n[1].c_str());
       args[1].value.str = n[2].c_str();
-      args[2].value.i64 = int64_t(nodes->size() % kNodes.size());
-      EXPECT_EQ(take(epprof_event_end(p, node.id, args, 3)).code, EPPROF_OK);
+      args[2].value.i64 = index;
+      EXPECT_EQ(take(epprof_event_end(p, node.id, args, 4)).code, EPPROF_OK);
       nodes->push_back(node);
     }
     EXPECT_EQ(take(epprof_event_end(p, rid, nullptr, 0)).code, EPPROF_OK);

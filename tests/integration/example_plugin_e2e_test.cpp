@@ -58,10 +58,13 @@ std::map<uint64_t, std::string> run_workload(epprof_profiler_t prof, const Workl
             mine[aid] = "cudaLaunchKernel_like";
             EXPECT_EQ(epprof_event_end(prof, aid, nullptr, 0), nullptr);
           }
-          epprof_arg a[2] = {args[0], args[1]};
-          a[0].value.str = n % 2 ? "MatMul" : "Relu";
+          const char* op = n % 2 ? "MatMul" : "Relu";
+          epprof_arg a[3] = {args[0], args[1],
+                             epprof::testing::set_arg(epprof::testing::node_set(
+                                 name.substr(0, name.size() - 12).c_str(), op, uint32_t(n)))};  // less "_kernel_time"
+          a[0].value.str = op;
           a[1].value.i64 = n;
-          EXPECT_EQ(epprof_event_end(prof, nid, a, 2), nullptr);
+          EXPECT_EQ(epprof_event_end(prof, nid, a, 3), nullptr);
         }
         EXPECT_EQ(epprof_event_end(prof, rid, nullptr, 0), nullptr);
       }

@@ -61,6 +61,7 @@ void record_scope(epprof_profiler_t p) {
   const epprof_name_id run = name_id("model_run"), init = name_id("session_initialization");
   const epprof_name_id launch = name_id("cudaLaunchKernel");
   const char* const nodes[] = {"conv_0_kernel_time", "relu_1_kernel_time", "gemm_2_kernel_time"};
+  const char* const names[] = {"conv_0", "relu_1", "gemm_2"};
   const char* const ops[] = {"Conv", "Relu", "Gemm"};
   uint64_t id = 9000;
   EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_SESSION, init, ++id));
@@ -75,18 +76,27 @@ void record_scope(epprof_profiler_t p) {
         EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_API, launch, ++id));
         EPPROF_ASSERT_OK(epprof_event_end(p, id, nullptr, 0));
       }
-      epprof_arg args[3] = {{name_id("op_name"), EPPROF_ARG_STRING, {}},
+      epprof_arg args[4] = {{name_id("op_name"), EPPROF_ARG_STRING, {}},
                             {name_id("node_index"), EPPROF_ARG_INT64, {}},
                             {name_id("output_type_shape"), EPPROF_ARG_JSON, {}}};
       args[0].value.str = ops[n];
       args[1].value.i64 = n;
       args[2].value.str = "[{\"float\":[1,8,4,4]}]";
-      if (n == 2) {  // the same args as one interned set
-        epprof_arg set{0, EPPROF_ARG_SET, {}};
-        EPPROF_ASSERT_OK(epprof_arg_set_intern(args, 3, &set.value.set));
+      // The node declared (attribution's source): with its args as one set,
+      // or in a set of its own after them.
+      epprof_node_desc node{};
+      node.size = sizeof node;
+      node.name = name_id(names[n]);
+      node.op_type = name_id(ops[n]);
+      node.index = uint32_t(n);
+      epprof_arg set{0, EPPROF_ARG_SET, {}};
+      if (n == 2) {
+        EPPROF_ASSERT_OK(epprof_node_args_intern(&node, args, 3, &set.value.set));
         EPPROF_ASSERT_OK(epprof_event_end(p, node_id, &set, 1));
       } else {
-        EPPROF_ASSERT_OK(epprof_event_end(p, node_id, args, 3));
+        EPPROF_ASSERT_OK(epprof_node_args_intern(&node, nullptr, 0, &set.value.set));
+        args[3] = set;
+        EPPROF_ASSERT_OK(epprof_event_end(p, node_id, args, 4));
       }
     }
     epprof_arg run_arg{name_id("run_id"), EPPROF_ARG_INT64, {}};

@@ -271,14 +271,10 @@ class NodeEvents final : public RunObserver {
                                              epprof::testing::name_id(info.node.name.c_str()), info.correlation_id));
   }
   void node_end(const NodeInfo& info, const NodeIo&) override {
-    epprof_arg args[2] = {};
-    args[0].key = epprof::testing::name_id("op_name");
-    args[0].type = EPPROF_ARG_STRING;
-    args[0].value.str = info.node.op_type.c_str();
-    args[1].key = epprof::testing::name_id("node_index");
-    args[1].type = EPPROF_ARG_INT64;
-    args[1].value.i64 = static_cast<int64_t>(info.node.index);
-    epprof_status_release(epprof_event_end(p_, info.correlation_id, args, 2));
+    // The node declared, as the runtime's observer declares it.
+    const epprof_arg node = epprof::testing::set_arg(epprof::testing::node_set(
+        info.node.name.c_str(), info.node.op_type.c_str(), uint32_t(info.node.index), info.provider.c_str()));
+    epprof_status_release(epprof_event_end(p_, info.correlation_id, &node, 1));
   }
 
  private:

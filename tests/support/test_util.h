@@ -65,6 +65,29 @@ inline epprof_name_id name_id(const char* s) {
   return id;
 }
 
+// An arg set of `args` that declares the node {name, op_type, index, ep}
+// (epprof_node_args_intern): the arg a NODE event carries so that its
+// device work is attributed to the node. 0 if interning failed.
+inline epprof_arg_set_id node_set(const char* name, const char* op_type, uint32_t index, const char* ep = nullptr,
+                                  const epprof_arg* args = nullptr, size_t num_args = 0) {
+  epprof_node_desc node{};
+  node.size = sizeof node;
+  node.name = name_id(name);
+  node.op_type = name_id(op_type);
+  node.index = index;
+  node.ep = ep ? name_id(ep) : 0;
+  epprof_arg_set_id id = 0;
+  epprof_status_release(epprof_node_args_intern(&node, args, num_args, &id));
+  return id;
+}
+
+// The arg that carries set `id`.
+inline epprof_arg set_arg(epprof_arg_set_id id) {
+  epprof_arg a{0, EPPROF_ARG_SET, {}};
+  a.value.set = id;
+  return a;
+}
+
 inline epprof_profiler_config config_for(const std::string& path) {
   epprof_profiler_config c{};
   c.size = sizeof c;

@@ -151,6 +151,9 @@ struct Names {
   epprof_name_id op_name = 0;
   epprof_name_id provider = 0;
   epprof_name_id node_index = 0;
+  // Each node's args, in a set that also declares the node, so that the
+  // plugin's device work is attributed to it (epprof_node_args_intern).
+  epprof_arg_set_id node_args[kModelSize] = {};
 };
 
 bool intern_names(Names* n) {
@@ -159,9 +162,29 @@ bool intern_names(Names* n) {
       !ok(epprof_intern("provider", &n->provider), "intern") ||
       !ok(epprof_intern("node_index", &n->node_index), "intern"))
     return false;
+  epprof_name_id provider = 0;
+  if (!ok(epprof_intern("ExampleExecutionProvider", &provider), "intern")) return false;
   for (size_t i = 0; i < kModelSize; ++i) {
     std::string name = std::string(kModel[i].name) + "_kernel_time";
     if (!ok(epprof_intern(name.c_str(), &n->nodes[i]), "intern")) return false;
+    epprof_node_desc node{};
+    node.size = sizeof node;
+    node.index = static_cast<uint32_t>(i);
+    node.ep = provider;
+    if (!ok(epprof_intern(kModel[i].name, &node.name), "intern") ||
+        !ok(epprof_intern(kModel[i].op_type, &node.op_type), "intern"))
+      return false;
+    epprof_arg args[3];
+    args[0].key = n->op_name;
+    args[0].type = EPPROF_ARG_STRING;
+    args[0].value.str = kModel[i].op_type;
+    args[1].key = n->provider;
+    args[1].type = EPPROF_ARG_STRING;
+    args[1].value.str = "ExampleExecutionProvider";
+    args[2].key = n->node_index;
+    args[2].type = EPPROF_ARG_INT64;
+    args[2].value.i64 = static_cast<int64_t>(i);
+    if (!ok(epprof_node_args_intern(&node, args, 3, &n->node_args[i]), "node_args_intern")) return false;
   }
   return true;
 }
@@ -184,17 +207,11 @@ bool run_worker(epprof_profiler_t prof, const Names& names, int index, int64_t e
       if (!ok(epprof_event_begin(prof, EPPROF_CATEGORY_NODE, names.nodes[k], id), "begin node"))
         return false;
       acc += fake_kernel(kNodeWorkNs, acc);
-      epprof_arg args[3];
-      args[0].key = names.op_name;
-      args[0].type = EPPROF_ARG_STRING;
-      args[0].value.str = kModel[k].op_type;
-      args[1].key = names.provider;
-      args[1].type = EPPROF_ARG_STRING;
-      args[1].value.str = "ExampleExecutionProvider";
-      args[2].key = names.node_index;
-      args[2].type = EPPROF_ARG_INT64;
-      args[2].value.i64 = static_cast<int64_t>(k);
-      if (!ok(epprof_event_end(prof, id, args, 3), "end node")) return false;
+      epprof_arg set;
+      set.key = 0;
+      set.type = EPPROF_ARG_SET;
+      set.value.set = names.node_args[k];
+      if (!ok(epprof_event_end(prof, id, &set, 1), "end node")) return false;
     }
     if (!ok(epprof_event_end(prof, run_id, nullptr, 0), "end model_run")) return false;
   }
