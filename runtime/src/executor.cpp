@@ -42,14 +42,17 @@ class Releaser {
 
 // Kernel replay for an observer that asked for it: `n` more executions on
 // the same inputs into scratch outputs, so the run's results are untouched.
-void replay_kernel(const NodePlan& np, const KernelContext& ctx, RunObserver& o, const NodeInfo& info, uint32_t n) {
+// Every observer sees each replay, under a correlation id of its own.
+void replay_kernel(const NodePlan& np, const KernelContext& ctx, const Observers& obs, const NodeInfo& info,
+                   uint32_t n) {
   for (uint32_t pass = 1; pass <= n; ++pass) {
     KernelContext rc;
     rc.inputs = ctx.inputs;
     rc.subgraphs = ctx.subgraphs;
     rc.outputs.resize(np.out_slots.size());
+    const ReplayInfo replay{pass, n, epprof_correlation_id_next()};
     std::string what;
-    o.replay_begin(info, pass);
+    for (int k = 0; k < obs.count; ++k) obs.list[k]->replay_begin(info, replay);
     try {
       np.kernel->compute(rc);
     } catch (const std::exception& e) {
@@ -57,7 +60,7 @@ void replay_kernel(const NodePlan& np, const KernelContext& ctx, RunObserver& o,
     } catch (...) {
       what = "unknown error";
     }
-    o.replay_end(info, pass, what.empty() ? nullptr : what.c_str());
+    for (int k = obs.count; k-- > 0;) obs.list[k]->replay_end(info, replay, what.empty() ? nullptr : what.c_str());
   }
 }
 
@@ -257,7 +260,7 @@ void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values
     if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
   if (__builtin_expect(obs.replays, 0))
     for (int k = 0; k < obs.count; ++k)
-      if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, *obs.list[k], info, n);
+      if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, obs, info, n);
 }
 
 std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }

@@ -30,6 +30,8 @@ struct Keys {
   epprof_name_id input_type_shape = intern("input_type_shape");
   epprof_name_id output_type_shape = intern("output_type_shape");
   epprof_name_id error = intern("error");
+  epprof_name_id replay_pass = intern("replay_pass");
+  epprof_name_id replay_of = intern("replay_of");
   epprof_name_id run_id = intern("run_id");
   epprof_name_id model_loading = intern("model_loading_uri");
   epprof_name_id session_init = intern("session_initialization");
@@ -615,6 +617,37 @@ void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
     return;
   }
   report(epprof_event_end(profiler_, info.correlation_id, args, num_args));
+}
+
+// A kernel replay is an execution of its own: a node event named
+// "<node>_replay" under the replay's correlation id, which the EP profilers
+// get in start_event/stop_event, so the device work the replay issues is
+// attributed to it. Its args say which pass it was and which execution it
+// replays (replay_of: that execution's correlation id). Not in an event
+// block: replays come after the node's own event has ended.
+void ProfilingObserver::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
+  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, intern(info.node.name + "_replay"), replay.correlation_id));
+}
+
+void ProfilingObserver::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
+  const Keys& k = keys();
+  const NodeState n = node_state(info.node_index);
+  epprof_arg args[] = {
+      str_arg(k.op_name, info.node.op_type.c_str()),
+      str_arg(k.provider, info.provider.c_str()),
+      int_arg(k.node_index, int64_t(info.node.index)),
+      int_arg(k.replay_pass, int64_t(replay.pass)),
+      int_arg(k.replay_of, int64_t(info.correlation_id)),
+      {0, EPPROF_ARG_SET, {}},
+      str_arg(k.error, error ? error : ""),
+  };
+  size_t num_args = 5;
+  if (const epprof_arg_set_id declared = n.cold.names_for(n.hot, info).declared) {
+    args[num_args].value.set = declared;  // so its device work is attributed to the node
+    ++num_args;
+  }
+  if (error) args[num_args++] = args[6];
+  report(epprof_event_end(profiler_, replay.correlation_id, args, num_args));
 }
 
 }  // namespace epprof::rt

@@ -352,7 +352,9 @@ uint32_t SessionObserver::kernel_replays(const NodeInfo& info) {
   return t && t->owner == this ? t->replays : 0;
 }
 
-void SessionObserver::replay_begin(const NodeInfo& info, uint32_t pass) {
+void SessionObserver::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
+  if (options_.inner) options_.inner->replay_begin(info, replay);
+  const uint32_t pass = replay.pass;
   Dispatch* top = state().top(info);
   if (!top || top->owner != this) return;
   Dispatch& t = *top;
@@ -366,7 +368,12 @@ void SessionObserver::replay_begin(const NodeInfo& info, uint32_t pass) {
   }
 }
 
-void SessionObserver::replay_end(const NodeInfo& info, uint32_t pass, const char* error) {
+void SessionObserver::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
+  replay_end_counting(info, replay.pass, error);
+  if (options_.inner) options_.inner->replay_end(info, replay, error);
+}
+
+void SessionObserver::replay_end_counting(const NodeInfo& info, uint32_t pass, const char* error) {
   ThreadState& ts = state();
   Dispatch* top = ts.top(info);
   if (!top || top->owner != this) return;

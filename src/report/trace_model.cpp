@@ -124,6 +124,7 @@ class Loader {
       t_.runs.push_back(r);
     } else if (e.cat == "Node") {
       if (ends_with(e.name, "_fence_before") || ends_with(e.name, "_fence_after")) return true;
+      if (e.arg("replay_pass")) return true;  // a kernel replay (counters in several passes), not an execution
       std::string_view n = e.name;
       if (ends_with(n, kKernelTime)) n.remove_suffix(kKernelTime.size());
       s.name = t_.strings.intern(n);

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -244,7 +245,14 @@ INSTANTIATE_TEST_SUITE_P(All, ReplayModes,
                                            EPPROF_REPLAY_NONE),
                          mode_name);
 
-TEST_F(RuntimeSessions, KernelReplayKeepsOnlyTheFirstExecutionOnTheTimelineAndCountersInTheTrace) {
+// Kernel replay: the node's own event holds the counters of every pass;
+// each replay is an event of its own ("<node>_replay", replay_pass,
+// replay_of), under its own correlation id, which the EP profilers get in
+// start_event/stop_event: the device work a replay issues is attributed to
+// the replay, never to the run or to nothing. The example EP profiler makes
+// one device "kernel" per host event it is told of, so each replay must
+// have one.
+TEST_F(RuntimeSessions, KernelReplaysAreEventsOfTheirOwnAndTheirDeviceWorkIsAttributedToThem) {
   TempDir dir;
   const std::string path = dir.file("trace.json");
   Config multi("fake-pmu", kFakeMulti);
@@ -252,9 +260,12 @@ TEST_F(RuntimeSessions, KernelReplayKeepsOnlyTheFirstExecutionOnTheTimelineAndCo
   Tool tool;
   tool.config = multi.handle;
   size_t nodes = 0;
+  epprof_plugin_t plugin{};
+  EPPROF_ASSERT_OK(epprof_plugin_load(EPPROF_EXAMPLE_PLUGIN_PATH, &plugin));
   {
     rt::ProfilingOptions po;
     po.trace_path = path;
+    po.plugins = {plugin};
     rt::ProfilingObserver prof(po);
     rt::SessionObserverOptions opts;
     opts.inner = &prof;
@@ -269,22 +280,56 @@ TEST_F(RuntimeSessions, KernelReplayKeepsOnlyTheFirstExecutionOnTheTimelineAndCo
     model.run(inputs_for(model));
     prof.finish();
   }
+  epprof_status_release(epprof_plugin_unload(plugin));
   const auto events = read_trace(path);
-  size_t node_events = 0, counter_samples = 0;
+  std::map<std::string, const TraceEvent*> by_corr;  // host events by correlation id
+  std::vector<const TraceEvent*> node_events, replays, kernels;
+  size_t counter_samples = 0;
   for (const auto& e : events) {
-    if (e.cat == "Node" && e.ph == "X") {
-      ++node_events;
-      const auto cycles = tool.of("cycles");
-      EXPECT_TRUE(e.has_arg("cycles")) << e.name;
-      EXPECT_TRUE(e.has_arg("l1d-load-misses")) << e.name;  // counted in the replayed pass
-      EXPECT_TRUE(e.has_arg("flops")) << e.name;
-      const uint32_t index = uint32_t(std::stoul(e.arg("node_index")));
-      EXPECT_EQ(e.arg("cycles"), std::to_string(int64_t(cycles.at(index).value)));
-    }
+    if (e.cat == "Node" && e.ph == "X") (e.has_arg("replay_pass") ? replays : node_events).push_back(&e);
+    if ((e.cat == "Node" || e.cat == "Session") && e.has_arg("correlation_id")) by_corr[e.arg("correlation_id")] = &e;
+    if (e.cat == "Kernel") kernels.push_back(&e);
     if (e.ph == "C") ++counter_samples;
   }
-  EXPECT_EQ(node_events, 2 * nodes);  // replays are not on the timeline
+  ASSERT_EQ(node_events.size(), 2 * nodes);
+  const auto cycles = tool.of("cycles");
+  for (const TraceEvent* e : node_events) {
+    EXPECT_TRUE(e->has_arg("cycles")) << e->name;
+    EXPECT_TRUE(e->has_arg("l1d-load-misses")) << e->name;  // counted in the replayed pass
+    EXPECT_TRUE(e->has_arg("flops")) << e->name;
+    const uint32_t index = uint32_t(std::stoul(e->arg("node_index")));
+    EXPECT_EQ(e->arg("cycles"), std::to_string(int64_t(cycles.at(index).value)));
+  }
   EXPECT_EQ(counter_samples, 2 * nodes * kFakeMulti.size());
+
+  // Every node execution was replayed passes − 1 times.
+  ASSERT_EQ(replays.size(), 2 * nodes * (multi.passes - 1));
+  std::set<std::string> replay_ids;
+  for (const TraceEvent* r : replays) {
+    SCOPED_TRACE(r->name);
+    ASSERT_TRUE(r->has_arg("correlation_id"));
+    EXPECT_TRUE(replay_ids.insert(r->arg("correlation_id")).second) << "two replays share an id";
+    const auto of = by_corr.find(r->arg("replay_of"));
+    ASSERT_NE(of, by_corr.end()) << "replay_of names no host event";
+    EXPECT_FALSE(of->second->has_arg("replay_pass")) << "a replay of a replay";
+    EXPECT_EQ(r->name, of->second->name.substr(0, of->second->name.rfind("_kernel_time")) + "_replay");
+    EXPECT_EQ(r->arg("op_name"), of->second->arg("op_name"));
+    EXPECT_GE(r->ts, of->second->ts + of->second->dur - 1.0) << "the replay starts before its node ended";
+  }
+  // The EP profiler's device work: one kernel per host event (runs and
+  // session phases too), each attributed to its own host event: one per
+  // node event and one per replay.
+  size_t on_nodes = 0, on_replays = 0;
+  for (const TraceEvent* k : kernels) {
+    ASSERT_TRUE(k->has_arg("correlation_id")) << k->name << " is unattributed";
+    const auto host = by_corr.find(k->arg("correlation_id"));
+    ASSERT_NE(host, by_corr.end());
+    EXPECT_EQ(k->arg("parent_name"), host->second->name);
+    on_nodes += host->second->cat == "Node";
+    on_replays += replay_ids.count(k->arg("correlation_id"));
+  }
+  EXPECT_EQ(on_nodes, node_events.size() + replays.size());
+  EXPECT_EQ(on_replays, replays.size());
 }
 
 TEST_F(RuntimeSessions, SessionStartedAfterWarmupSeesOnlyLaterRuns) {

@@ -59,6 +59,13 @@ struct NodeInfo {
   size_t node_index = 0;
 };
 
+// One kernel replay of a node (RunObserver::kernel_replays).
+struct ReplayInfo {
+  uint32_t pass;            // 1..passes
+  uint32_t passes;          // the replays asked for this execution
+  uint64_t correlation_id;  // process-unique id of this replay, shared by all observers
+};
+
 // Inputs/outputs of one finished node execution. Pointers valid only during the call.
 struct NodeIo {
   const std::vector<const Tensor*>& inputs;   // nullptr for omitted optional inputs
@@ -86,15 +93,19 @@ class RunObserver {
   // epprof/rt/session_observer.h). Called after node_end on the same
   // thread; returning n > 0 asks the executor to run the node's kernel n
   // more times on the same inputs, discarding their outputs (the run's
-  // results stay the first execution's), with replay_begin/replay_end around
-  // each (pass = 1..n). Replays are not part of the node's event: node_end
-  // has already been called. `error` is NULL, or what the replay threw.
+  // results stay the first execution's). Replays are not part of the
+  // node's event: node_end has already been called. Each replay is an
+  // execution of its own, with its own correlation id (ReplayInfo), and
+  // every observer of the run gets replay_begin/replay_end around it, so a
+  // profiler can open an event for it and its device work is attributed
+  // to the replay, not to the node's first execution or to nothing.
+  // `error` is NULL, or what the replay threw.
   virtual uint32_t kernel_replays(const NodeInfo&) { return 0; }
   // Whether kernel_replays may ever return n > 0. Asked once per run: an
   // observer that says no is not asked per node.
   virtual bool may_replay_kernels() const { return false; }
-  virtual void replay_begin(const NodeInfo&, uint32_t /*pass*/) {}
-  virtual void replay_end(const NodeInfo&, uint32_t /*pass*/, const char* /*error*/) {}
+  virtual void replay_begin(const NodeInfo&, const ReplayInfo&) {}
+  virtual void replay_end(const NodeInfo&, const ReplayInfo&, const char* /*error*/) {}
 };
 
 }  // namespace epprof::rt

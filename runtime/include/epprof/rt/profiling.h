@@ -79,6 +79,8 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   void node_begin(const NodeInfo& info) override;
   void node_end(const NodeInfo& info, const NodeIo& io) override;
   void node_failed(const NodeInfo& info, const char* what) override;
+  void replay_begin(const NodeInfo& info, const ReplayInfo& replay) override;
+  void replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) override;
 
  private:
   struct HotNode;

@@ -66,8 +66,8 @@ class SessionObserver final : public RunObserver {
   void node_failed(const NodeInfo& info, const char* what) override;
   uint32_t kernel_replays(const NodeInfo& info) override;
   bool may_replay_kernels() const override { return true; }
-  void replay_begin(const NodeInfo& info, uint32_t pass) override;
-  void replay_end(const NodeInfo& info, uint32_t pass, const char* error) override;
+  void replay_begin(const NodeInfo& info, const ReplayInfo& replay) override;
+  void replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) override;
 
   struct NodeIds;  // interned names of a node, cached
 
@@ -77,6 +77,7 @@ class SessionObserver final : public RunObserver {
   void close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id);
   void report(const char* what, struct epprof_status* status) noexcept;
   void finish_dispatch(const NodeInfo& info) noexcept;
+  void replay_end_counting(const NodeInfo& info, uint32_t pass, const char* error);
 
   SessionObserverOptions options_;
   const uint32_t* active_;  // epprof_session_active_word()
