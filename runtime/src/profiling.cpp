@@ -283,9 +283,9 @@ struct ProfilingObserver::NodeCache {
     fresh->activation_bytes = int64_t(io.activation_bytes());
     fresh->parameter_bytes = int64_t(io.parameter_bytes());
     fresh->output_bytes = int64_t(io.output_bytes());
-    const Names& names = names_for(hot, info);
-    const auto args = shape_args(names, node, *fresh);
-    const epprof_node_desc desc = names.desc();
+    const Names& node_names = names_for(hot, info);
+    const auto args = shape_args(node_names, node, *fresh);
+    const epprof_node_desc desc = node_names.desc();
     if (epprof_status* st = epprof_node_args_intern(&desc, args.data(), args.size(), &fresh->args)) {
       epprof_status_release(st);  // node_end passes the args one by one instead
       fresh->args = 0;
