@@ -41,7 +41,9 @@ template <class Ep>
 class PluginShell {
  public:
   static epprof_status* entry(const epprof_host_api* host, uint32_t host_abi_version, epprof_ep_plugin** out) {
-    if (host == nullptr || out == nullptr) return nullptr;
+    if (out) *out = nullptr;
+    if (host == nullptr) return nullptr;  // no way to make a status; *out stays null, which no host takes for an EP
+    if (out == nullptr) return fail(host, EPPROF_INVALID_ARGUMENT, "entry: out is NULL");
     if (host_abi_version < 1) return fail(host, EPPROF_VERSION_MISMATCH, "needs a host speaking EP plugin ABI 1 or later");
     try {
       std::string why;
@@ -116,6 +118,8 @@ class PluginShell {
 
   static epprof_status* create_profiler(epprof_ep_plugin* p, epprof_ep_profiler** out) {
     PluginShell& s = self(p);
+    if (out == nullptr) return fail(s.host_, EPPROF_INVALID_ARGUMENT, "create_profiler: out is NULL");
+    *out = nullptr;
     try {
       *out = s.ep_->create_profiler();
       return nullptr;

@@ -112,44 +112,69 @@ class ProfilerShell {
   };
   static Derived* self(epprof_ep_profiler* p) { return static_cast<Derived*>(reinterpret_cast<Handle*>(p)->self); }
 
+  // Every slot catches what its work throws: nothing crosses into the host.
+  template <class Work>
+  static epprof_status* guarded(Derived* s, const char* slot, Work&& work) noexcept {
+    try {
+      return work();
+    } catch (const std::bad_alloc&) {
+      return s->out_of_memory(slot);
+    } catch (const std::exception& e) {
+      return s->failed(slot, e.what());
+    } catch (...) {
+      return s->failed(slot, "unknown exception");
+    }
+  }
+  epprof_status* out_of_memory(const char* slot) const noexcept {
+    try {
+      return status(EPPROF_OUT_OF_MEMORY, std::string(slot) + ": out of host memory");
+    } catch (...) {
+      return host_->status_create(EPPROF_OUT_OF_MEMORY, Derived::kPrefix);
+    }
+  }
+  epprof_status* failed(const char* slot, const char* what) const noexcept {
+    try {
+      return status(EPPROF_PLUGIN_ERROR, std::string(slot) + ": " + what);
+    } catch (...) {
+      return out_of_memory(slot);
+    }
+  }
+
   static epprof_status* host_start(epprof_ep_profiler* p, int64_t host_start_ns) {
-    self(p)->on_host_start(host_start_ns);
-    return nullptr;
+    Derived* s = self(p);
+    return guarded(s, "host_start", [&]() -> epprof_status* {
+      s->on_host_start(host_start_ns);
+      return nullptr;
+    });
   }
   static epprof_status* start_profiling(epprof_ep_profiler* p, int64_t start_offset_ns) {
     Derived* s = self(p);
-    try {
+    return guarded(s, "start_profiling", [&]() -> epprof_status* {
       s->on_start(start_offset_ns);
       return nullptr;
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("start_profiling: ") + e.what());
-    }
+    });
   }
+  // The id is on the scope's stack even when the EP's own work fails, so
+  // that its stop_event still pairs with it.
   static epprof_status* start_event(epprof_ep_profiler* p, uint64_t id) {
     Derived* s = self(p);
-    try {
+    return guarded(s, "start_event", [&] {
       push_correlation(s->serial_, id);
-    } catch (const std::exception&) {
-      return s->status(EPPROF_OUT_OF_MEMORY, "correlation stack");
-    }
-    return s->on_event_start(id);
+      return s->on_event_start(id);
+    });
   }
   static epprof_status* stop_event(epprof_ep_profiler* p, uint64_t id, const epprof_event*) {
     Derived* s = self(p);
-    if (!pop_correlation(s->serial_, id))
-      return s->status(EPPROF_FAILED_PRECONDITION,
-                       "stop_event(" + std::to_string(id) + ") is not the innermost event of its thread");
-    return s->on_event_stop(id);
+    return guarded(s, "stop_event", [&] {
+      if (!pop_correlation(s->serial_, id))
+        return s->status(EPPROF_FAILED_PRECONDITION,
+                         "stop_event(" + std::to_string(id) + ") is not the innermost event of its thread");
+      return s->on_event_stop(id);
+    });
   }
   static epprof_status* end_profiling(epprof_ep_profiler* p, epprof_event_sink* sink) {
     Derived* s = self(p);
-    try {
-      return s->flush(sink);
-    } catch (const std::bad_alloc&) {
-      return s->status(EPPROF_OUT_OF_MEMORY, "end_profiling");
-    } catch (const std::exception& e) {
-      return s->status(EPPROF_PLUGIN_ERROR, std::string("end_profiling: ") + e.what());
-    }
+    return guarded(s, "end_profiling", [&] { return s->flush(sink); });
   }
   static void release(epprof_ep_profiler* p) { delete self(p); }
 

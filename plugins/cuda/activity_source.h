@@ -41,9 +41,13 @@ class SharedIdStack {
  public:
   // True when `id` is new on top (push it to the vendor).
   bool enter(uint64_t id);
+  // The vendor refused the push of the top id: it stays for its holders,
+  // but its last leave pops nothing from the vendor.
+  void mark_not_pushed() { entries_.back().pushed = false; }
   enum class Leave { kMismatch, kStillHeld, kPop };
   // kMismatch (nothing changes) if `id` is not on top; kPop when its last
-  // holder left (pop it from the vendor).
+  // holder left and the vendor holds it (pop it from the vendor); else
+  // kStillHeld.
   Leave leave(uint64_t id);
   size_t depth() const { return entries_.size(); }
 
@@ -51,6 +55,7 @@ class SharedIdStack {
   struct Entry {
     uint64_t id;
     uint32_t holders;
+    bool pushed;
   };
   std::vector<Entry> entries_;
 };

@@ -2,8 +2,22 @@
 
 namespace epprof::cuda {
 
-bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch) {
+bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch, CallbackNamer namer) {
   switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      ApiRecord r;
+      r.correlation_id = a->correlationId;
+      r.start_ns = a->start;
+      r.end_ns = a->end;
+      r.cbid = a->cbid;
+      r.thread_id = a->threadId;
+      r.driver = record->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+      r.name = namer ? namer(r.driver, r.cbid) : nullptr;
+      batch->api.push_back(r);
+      return true;
+    }
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
@@ -27,6 +41,7 @@ bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       MemcpyRecord r;
       r.correlation_id = m->correlationId;
+      r.runtime_correlation_id = m->runtimeCorrelationId;
       r.start_ns = m->start;
       r.end_ns = m->end;
       r.bytes = m->bytes;

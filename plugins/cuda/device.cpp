@@ -73,7 +73,35 @@ Device::~Device() {
     if (w->blas) cublasDestroy(w->blas);
     if (w->stream) cudaStreamDestroy(w->stream);
   }
+  if (probe_buffer_) cudaFree(probe_buffer_);
   if (library_) cudaLibraryUnload(library_);
+}
+
+bool Device::clock_probe(int64_t (*now)(), int64_t* before, int64_t* after, std::string* error) {
+  Worker* w = acquire(error);
+  if (!w) return false;
+  cudaSetDevice(ordinal_);
+  cudaError_t e = cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!probe_buffer_) e = cudaMalloc(&probe_buffer_, 4);
+  }
+  const char* call = "cudaMalloc";
+  if (e == cudaSuccess) {
+    *before = now();
+    call = "cudaMemsetAsync";
+    e = cudaMemsetAsync(probe_buffer_, 0, 4, w->stream);
+    if (e == cudaSuccess) {
+      call = "cudaStreamSynchronize";
+      e = cudaStreamSynchronize(w->stream);
+    }
+    *after = now();
+  }
+  release(w);
+  if (e == cudaSuccess) return true;
+  cudaGetLastError();
+  *error = std::string(call) + " failed with " + cuda_error_text(e);
+  return false;
 }
 
 Worker* Device::acquire(std::string* error) {

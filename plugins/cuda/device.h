@@ -48,6 +48,11 @@ class Device {
   Worker* acquire(std::string* error);
   void release(Worker* w);
 
+  // A clock probe (profiler.h's ClockProbeFn): `now()` into *before, a
+  // 4-byte memset on a worker's stream, a synchronize, `now()` into *after.
+  // False with `error` naming the failed call.
+  bool clock_probe(int64_t (*now)(), int64_t* before, int64_t* after, std::string* error);
+
  private:
   Device() = default;
   int ordinal_ = 0;
@@ -57,6 +62,7 @@ class Device {
   std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> all_;
   std::vector<Worker*> idle_;
+  void* probe_buffer_ = nullptr;  // 4 bytes, for clock probes; under mu_
 };
 
 class Dispatch {

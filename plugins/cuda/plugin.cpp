@@ -1,11 +1,16 @@
 // The CUDA EP plugin: what is CUDA's own behind the shared plugin shell
 // (plugins/common/plugin_shell.h), which owns the C slots and the entry.
 //
-// At entry the EP needs a CUDA device (its kernels compiled and loaded)
-// and CUPTI; without either it is refused with UNSUPPORTED and a message
-// naming the failed call, and the host runs the model on the next EP.
+// At entry the EP needs a CUDA device (its kernels compiled and loaded);
+// without one it is refused with UNSUPPORTED and a message naming the
+// failed call, and the host runs the model on the next EP. CUPTI is opened
+// at run time and is optional: without it (libcupti missing, or another
+// CUPTI client holding the activity API) the EP runs without device
+// tracing, and each trace's metadata says why (device_tracing).
 //
 // Environment, for users and fault tests:
+//   EPPROF_CUDA_API_RECORDS      1: also write the CUDA runtime and driver
+//                                API calls (category API, a track per thread)
 //   EPPROF_CUDA_MAX_ALLOC_BYTES  cap on one device buffer; bigger ones fail
 //                                as device out-of-memory (the node falls
 //                                back to the CPU EP for that call)
@@ -32,18 +37,17 @@ class CudaEp {
   static std::unique_ptr<CudaEp> open(const epprof_host_api* host, std::string* why) {
     std::unique_ptr<Device> device = Device::open(why);
     if (!device) return nullptr;
-    ActivitySource* source = cupti_source(host, why);
-    if (!source) {
-      *why = "CUPTI initialisation failed: " + *why;
-      return nullptr;
-    }
-    auto ep = std::make_unique<CudaEp>(host, std::move(device), source);
+    std::string no_tracing;
+    ActivitySource* source = cupti_source(host, &no_tracing);
+    if (!source) no_tracing = "CUPTI initialisation failed: " + no_tracing;
+    auto ep = std::make_unique<CudaEp>(host, std::move(device), source, std::move(no_tracing));
     if (const char* cap = std::getenv("EPPROF_CUDA_MAX_ALLOC_BYTES")) ep->alloc_limit_ = std::strtoull(cap, nullptr, 10);
+    if (const char* api = std::getenv("EPPROF_CUDA_API_RECORDS")) ep->export_api_ = *api && *api != '0';
     return ep;
   }
 
-  CudaEp(const epprof_host_api* host, std::unique_ptr<Device> device, ActivitySource* source)
-      : host_(host), device_(std::move(device)), source_(source) {}
+  CudaEp(const epprof_host_api* host, std::unique_ptr<Device> device, ActivitySource* source, std::string no_tracing)
+      : host_(host), device_(std::move(device)), source_(source), no_tracing_(std::move(no_tracing)) {}
 
   ep_common::OpSet ops() const { return ep_common::kBasicOps; }
   bool prepare(const OpKernel&, std::string*) { return true; }  // the kernels were loaded at open
@@ -56,14 +60,22 @@ class CudaEp {
   }
 
   epprof_ep_profiler* create_profiler() {
-    return cuda::create_profiler(ProfilerEnv{host_, source_, device_->description()});
+    ProfilerEnv env{host_, source_, device_->description(), no_tracing_, nullptr, export_api_};
+    Device* device = device_.get();
+    int64_t (*now)() = host_->clock_now_ns;
+    env.probe = [device, now](int64_t* before, int64_t* after, std::string* error) {
+      return device->clock_probe(now, before, after, error);
+    };
+    return cuda::create_profiler(env);
   }
 
  private:
   const epprof_host_api* host_;
   std::unique_ptr<Device> device_;
-  ActivitySource* source_;  // process-wide, never freed
+  ActivitySource* source_;  // process-wide, never freed; null: no device tracing
+  std::string no_tracing_;  // why, when source_ is null
   uint64_t alloc_limit_ = 0;
+  bool export_api_ = false;
 };
 
 }  // namespace

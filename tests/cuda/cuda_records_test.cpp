@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,156 @@ TEST(RecordConverter, NamesAndTracks) {
   EXPECT_EQ(s[0], std::make_pair(0u, 7u));
 }
 
+// ---- The join as CUPTI delivers it: API records, then external ids ----
+
+ApiRecord call(uint32_t cupti_id, uint64_t start, uint64_t end, bool driver, uint32_t thread = 9) {
+  ApiRecord r;
+  r.correlation_id = cupti_id;
+  r.start_ns = start;
+  r.end_ns = end;
+  r.driver = driver;
+  r.thread_id = thread;
+  return r;
+}
+
+// One node issues, through the runtime API, a copy (runtime call 50 makes
+// driver call 51; the copy record carries 51 and runtime id 50) and a
+// kernel (runtime call 52); cuBLAS launches another kernel through the
+// driver API (driver call 53). CUPTI writes an external record in front of
+// each API record made under the pushed id: here only the runtime calls and
+// cuBLAS's driver call got one (the driver calls the runtime made inside
+// itself, as when only RUNTIME records are enabled, did not).
+TEST(RecordConverter, JoinsCopiesAndDriverLaunchesOnTheIdTheExternalRecordNames) {
+  const uint64_t node = 700;
+  RecordBatch api_buffer;
+  api_buffer.external = {{kExternalKindEpprof, node, 50}, {kExternalKindEpprof, node, 52},
+                         {kExternalKindEpprof, node, 53}};
+  api_buffer.api = {call(50, 100, 180, false), call(51, 110, 170, true), call(52, 200, 210, false),
+                    call(53, 220, 230, true)};
+  RecordBatch device_buffer;
+  MemcpyRecord copy{51, 120, 160, 4096, static_cast<uint8_t>(CopyKind::HtoD), 0, 1, 7};
+  copy.runtime_correlation_id = 50;
+  device_buffer.memcpys.push_back(copy);
+  device_buffer.kernels = {kernel(52, 215, 300, "relu"), kernel(53, 240, 400, "sgemm_128x64")};
+  RecordConverter c;
+  c.add(device_buffer);  // device records may complete before their API records' buffer
+  c.add(api_buffer);
+  ConversionStats st;
+  const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, &st);
+  ASSERT_EQ(ev.size(), 3u);  // API records serve the join; they are not exported by default
+  for (const auto& e : ev) EXPECT_EQ(e.correlation_id, node) << e.name;
+  EXPECT_EQ(arg(ev[0], "cupti_correlation_id"), "51");
+  EXPECT_EQ(arg(ev[0], "cupti_runtime_correlation_id"), "50");
+  EXPECT_EQ(st.unattributed, 0u);
+  EXPECT_EQ(st.api, 4u);
+  EXPECT_EQ(st.with_call, 3u);
+  EXPECT_EQ(st.before_call, 0u);
+}
+
+// When the external record names the driver call, the copy joins on its own id.
+TEST(RecordConverter, ACopyJoinsOnItsDriverIdWhenThatIsTheOneNamed) {
+  RecordConverter c;
+  MemcpyRecord copy{61, 120, 160, 64, static_cast<uint8_t>(CopyKind::DtoH), 0, 1, 7};
+  copy.runtime_correlation_id = 60;
+  c.add(copy);
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, 801, 61});
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, 802, 60});  // the runtime call's, another node's
+  const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, nullptr);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].correlation_id, 801u);
+}
+
+TEST(RecordConverter, DeviceWorkBeforeItsCallIsCountedAsAClockError) {
+  RecordConverter c;
+  c.add(call(70, 1000, 1100, false));
+  c.add(call(71, 2000, 2100, false));
+  c.add(kernel(70, 1200, 1300));  // after its launch: fine
+  c.add(kernel(71, 1950, 2050));  // 50 ns before its launch call began
+  c.add(kernel(72, 3000, 3100));  // no API record: not checked
+  ConversionStats st;
+  c.convert(TimeBase{0, 0}, 0, kWide, &st);
+  EXPECT_EQ(st.with_call, 2u);
+  EXPECT_EQ(st.before_call, 1u);
+  EXPECT_EQ(st.worst_before_call_ns, 50);
+}
+
+TEST(RecordConverter, ApiRecordsAreExportedOnlyWhenAsked) {
+  RecordConverter c;
+  ApiRecord launch = call(80, 100, 150, false, 31);
+  launch.name = "cudaLaunchKernel";
+  c.add(launch);
+  c.add(call(81, 160, 170, true, 31));
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, 900, 80});
+  c.add(kernel(80, 200, 300));
+  EXPECT_EQ(c.convert(TimeBase{0, 0}, 0, kWide, nullptr).size(), 1u);
+  c.set_export_api(true);
+  const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, nullptr);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].category, EPPROF_CATEGORY_API);
+  EXPECT_EQ(ev[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(ev[0].correlation_id, 900u);
+  EXPECT_EQ(ev[0].track, api_track_of(31));
+  EXPECT_EQ(ev[1].name, "driver call 0");  // no name known: the API and its callback id
+  EXPECT_EQ(ev[2].category, EPPROF_CATEGORY_KERNEL);
+  bool api_track = false;
+  for (const auto& [device, stream] : c.streams()) api_track |= device == kApiTrackDevice && stream == 31;
+  EXPECT_TRUE(api_track);
+  EXPECT_EQ(track_name(kApiTrackDevice, 31), "CUDA API thread 31");
+}
+
+TEST(RecordConverter, RecordsCuptiCouldNotTimeAreCountedAsUntimedNotOutOfScope) {
+  RecordConverter c;
+  c.add(kernel(1, 0, 0));
+  c.add(MemcpyRecord{2, 0, 0, 8, static_cast<uint8_t>(CopyKind::DtoH), 0, 1, 7});
+  c.add(kernel(3, 1500, 1600));
+  ConversionStats st;
+  const auto ev = c.convert(TimeBase{0, 1000}, 1000, 2000, &st);
+  EXPECT_EQ(ev.size(), 1u);
+  EXPECT_EQ(st.untimed, 2u);
+  EXPECT_EQ(st.outside_scope, 0u);
+}
+
+// The probe's memset ran inside [before, after] on the host clock; where
+// CUPTI put it bounds the clock error, and the probe is not user work.
+TEST(RecordConverter, ClockProbesGiveTheErrorBoundAndAreNotExported) {
+  RecordConverter c;
+  const uint64_t p0 = kProbeExternalIdBase, p1 = kProbeExternalIdBase + 1;
+  c.add(ClockProbe{p0, 1000, 9000, 0});
+  c.add(ClockProbe{p1, 50'000, 58'000, 1});
+  // Probe 0 read [4000, 4002]: |4000 − 1000| = 3000, |4002 − 9000| = 4998.
+  c.add(MemsetRecord{90, 4000, 4002, 4, 0, 0, 1, 7});
+  // Probe 1 read [49'000, 49'010], 1000 ns before the window opened:
+  // |49'000 − 50'000| = 1000, |49'010 − 58'000| = 8990.
+  c.add(MemsetRecord{91, 49'000, 49'010, 4, 0, 0, 1, 7});
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, p0, 90});
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, p1, 91});
+  c.add(MemsetRecord{92, 20'000, 20'100, 64, 0, 0, 1, 7});  // a node's memset
+  ConversionStats st;
+  const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, &st);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(arg(ev[0], "cupti_correlation_id"), "92");
+  EXPECT_EQ(st.probes_matched, 2u);
+  EXPECT_EQ(st.clock_error_bound_ns, 8990);  // the loosest group's
+  EXPECT_EQ(st.probe_bounds, "start 4998; end 8990");
+  EXPECT_EQ(st.memsets, 1u);
+
+  // A tighter probe of the end group holds for that group.
+  c.add(ClockProbe{p1 + 1, 60'000, 61'000, 1});
+  c.add(MemsetRecord{93, 60'100, 60'200, 4, 0, 0, 1, 7});  // |100|, |−800|: 800
+  c.add(ExternalCorrelationRecord{kExternalKindEpprof, p1 + 1, 93});
+  ConversionStats tighter;
+  c.convert(TimeBase{0, 0}, 0, kWide, &tighter);
+  EXPECT_EQ(tighter.clock_error_bound_ns, 4998);  // now the start group's is the loosest
+  EXPECT_EQ(tighter.probe_bounds, "start 4998; end 8990 800");
+
+  RecordConverter none;
+  none.add(ClockProbe{p0, 1000, 9000, 0});  // its record never came
+  ConversionStats st2;
+  none.convert(TimeBase{0, 0}, 0, kWide, &st2);
+  EXPECT_EQ(st2.probes_matched, 0u);
+  EXPECT_EQ(st2.clock_error_bound_ns, -1);
+}
+
 // ---- CUPTI's own record structs ----
 
 TEST(CuptiRecords, ParsesKernelMemcpyMemsetAndExternalCorrelationStructs) {
@@ -227,13 +378,26 @@ TEST(CuptiRecords, ParsesKernelMemcpyMemsetAndExternalCorrelationStructs) {
   e.correlationId = 77;
   EXPECT_TRUE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&e), &b));
   CUpti_ActivityAPI api{};
-  api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;  // not traced
-  EXPECT_FALSE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&api), &b));
+  api.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  api.cbid = 307;
+  api.correlationId = 76;
+  api.start = 900;
+  api.end = 950;
+  api.threadId = 4242;
+  EXPECT_TRUE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&api), &b));
+  CUpti_ActivityOverhead3 not_traced{};
+  not_traced.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  EXPECT_FALSE(parse_cupti_record(reinterpret_cast<const CUpti_Activity*>(&not_traced), &b));
 
   ASSERT_EQ(b.kernels.size(), 1u);
   ASSERT_EQ(b.memcpys.size(), 1u);
   ASSERT_EQ(b.memsets.size(), 1u);
   ASSERT_EQ(b.external.size(), 1u);
+  ASSERT_EQ(b.api.size(), 1u);
+  EXPECT_TRUE(b.api[0].driver);
+  EXPECT_EQ(b.api[0].cbid, 307u);
+  EXPECT_EQ(b.api[0].correlation_id, 76u);
+  EXPECT_EQ(b.api[0].thread_id, 4242u);
   EXPECT_EQ(b.kernels[0].name, "unary_relu");
   EXPECT_EQ(b.kernels[0].grid[2], 2);
   EXPECT_EQ(b.kernels[0].block[1], 2);
@@ -331,15 +495,18 @@ class FakeSource final : public ActivitySource {
   uint64_t dropped_records() const override { return dropped; }
   bool push_external_id(uint64_t id, std::string*) override {
     if (stack_.enter(id)) pushes.push_back(id);
+    open.push_back(id);
     return true;
   }
   bool pop_external_id(uint64_t id, std::string* error) override {
+    if (throw_on_pop) throw std::runtime_error("pop threw");
     const auto r = stack_.leave(id);
     if (r == SharedIdStack::Leave::kMismatch) {
       *error = "not on top";
       return false;
     }
     if (r == SharedIdStack::Leave::kPop) pops.push_back(id);
+    open.pop_back();
     return true;
   }
   std::string clock_description() const override { return "fake: host clock"; }
@@ -347,7 +514,9 @@ class FakeSource final : public ActivitySource {
   std::vector<RecordBatch> queued;
   uint64_t dropped = 0;
   bool fail_attach = false;
+  bool throw_on_pop = false;
   std::vector<uint64_t> pushes, pops;
+  std::vector<uint64_t> open;  // ids pushed and not yet popped, innermost last
 
  private:
   std::mutex mu_;
@@ -358,14 +527,25 @@ class FakeSource final : public ActivitySource {
 struct FakePlugin {
   epprof_plugin c{};
   FakeSource* source = nullptr;
+  ClockProbeFn probe;
+  std::string no_tracing_why;
 };
 
-epprof_plugin* make_plugin(FakeSource* source) {
+epprof_plugin* make_plugin(FakeSource* source, ClockProbeFn probe = nullptr, std::string no_tracing_why = {}) {
   auto* p = new FakePlugin;
+  p->probe = std::move(probe);
+  p->no_tracing_why = std::move(no_tracing_why);
   p->c.abi_version = EPPROF_EP_ABI_VERSION;
   p->c.name = "cuda";
   p->c.create_profiler = [](epprof_plugin* self, epprof_ep_profiler** out) -> epprof_status* {
-    *out = create_profiler(ProfilerEnv{epprof_get_host_api(), reinterpret_cast<FakePlugin*>(self)->source, "fake GPU"});
+    const auto* fp = reinterpret_cast<FakePlugin*>(self);
+    ProfilerEnv env;
+    env.host = epprof_get_host_api();
+    env.source = fp->source;
+    env.device = "fake GPU";
+    env.probe = fp->probe;
+    env.no_tracing_why = fp->no_tracing_why;
+    *out = create_profiler(env);
     return nullptr;
   };
   p->c.release = [](epprof_plugin* self) { delete reinterpret_cast<FakePlugin*>(self); };
@@ -375,7 +555,8 @@ epprof_plugin* make_plugin(FakeSource* source) {
 
 class CudaProfiler : public ::testing::Test {
  protected:
-  void SetUp() override { EPPROF_ASSERT_OK(epprof_plugin_register(make_plugin(&source), &plugin)); }
+  void SetUp() override { EPPROF_ASSERT_OK(epprof_plugin_register(make_plugin(&source, probe()), &plugin)); }
+  virtual ClockProbeFn probe() { return nullptr; }
   void TearDown() override { epprof_status_release(epprof_plugin_unload(plugin)); }
 
   // One profiled scope with one node; `issue` queues the device records
@@ -482,16 +663,108 @@ TEST_F(CudaProfiler, DroppedRecordsCountOnlyThoseOfTheScope) {
   EXPECT_EQ(meta.count("cupti_dropped_records") ? meta.at("cupti_dropped_records") : "<missing>", "3");
 }
 
-TEST_F(CudaProfiler, AFailedAttachIsReportedAndTheScopeStillWritesItsMetadata) {
+// Another CUPTI client holding the activity API: the scope runs untraced,
+// without a plugin error, and its metadata says why.
+TEST_F(CudaProfiler, AFailedAttachLeavesTheScopeUntracedAndSaysWhy) {
   source.fail_attach = true;
   uint64_t id = 0;
   epprof_trace_stats stats{};
   stats.size = sizeof stats;
   const auto trace = run_scope([&](uint64_t, int64_t) {}, &id, &stats);
-  EXPECT_GE(stats.plugin_errors, 1u);
+  EXPECT_EQ(stats.plugin_errors, 0u);
+  EXPECT_TRUE(source.pushes.empty()) << "an untraced scope pushes no external ids";
   const auto meta = epprof::testing::plugin_metadata(trace, "cuda");
-  ASSERT_TRUE(meta.count("tracing_error"));
-  EXPECT_NE(meta.at("tracing_error").find("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"), std::string::npos);
+  ASSERT_TRUE(meta.count("device_tracing"));
+  EXPECT_EQ(meta.at("device_tracing").rfind("off: ", 0), 0u) << meta.at("device_tracing");
+  EXPECT_NE(meta.at("device_tracing").find("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"), std::string::npos);
+  EXPECT_NE(meta.at("clock_error_bound_ns").find("unknown"), std::string::npos);
+}
+
+// The clock probes, at the scope's start and end, each a memset under the
+// plugin's own id inside a host-clock window; the bound they give reaches
+// the metadata, and the probes are not in the trace.
+class CudaProfilerWithProbes : public CudaProfiler {
+ protected:
+  ClockProbeFn probe() override {
+    return [this](int64_t* before, int64_t* after, std::string*) {
+      // The first probe of each group pays for first use: a 10 µs window;
+      // the next two get 5 µs.
+      *before = epprof_clock_now_ns();
+      *after = *before + (probes % 3 == 0 ? 10'000 : 5'000);
+      EXPECT_FALSE(source.open.empty());
+      const uint64_t id = source.open.empty() ? 0 : source.open.back();
+      EXPECT_GE(id, kProbeExternalIdBase);
+      const uint32_t cupti_id = 9000 + uint32_t(probes++);
+      RecordBatch b;
+      // 1 µs into the window, 2 µs long: |s − before| = 1000, |e − after| = 7000 or 2000.
+      b.memsets.push_back(MemsetRecord{cupti_id, uint64_t(*before) + 1000, uint64_t(*before) + 3000, 4, 0, 0, 1, 7});
+      b.external.push_back({kExternalKindEpprof, id, cupti_id});
+      source.queued.push_back(b);
+      return true;
+    };
+  }
+  int probes = 0;
+};
+
+TEST_F(CudaProfilerWithProbes, GiveTheClockErrorBoundInTheMetadata) {
+  uint64_t id = 0;
+  const auto trace = run_scope([&](uint64_t, int64_t) {}, &id, nullptr);
+  EXPECT_EQ(probes, 6);
+  const auto meta = epprof::testing::plugin_metadata(trace, "cuda");
+  EXPECT_EQ(meta.count("clock_error_bound_ns") ? meta.at("clock_error_bound_ns") : "<missing>", "2000");
+  EXPECT_EQ(meta.count("clock_probes") ? meta.at("clock_probes") : "<missing>", "6 of 6");
+  EXPECT_EQ(meta.count("clock_probe_bounds_ns") ? meta.at("clock_probe_bounds_ns") : "<missing>",
+            "start 7000 2000 2000; end 7000 2000 2000");
+  EXPECT_EQ(meta.count("device_tracing") ? meta.at("device_tracing") : "<missing>", "on");
+  for (const auto& e : trace) EXPECT_NE(e.cat, "Memcpy") << "a clock probe reached the trace: " << e.name;
+}
+
+// No CUPTI at all: the EP's scopes run, untraced, and say why.
+TEST(CudaProfilerWithoutCupti, WritesItsMetadataAndNoError) {
+  epprof_plugin_t plugin{};
+  EPPROF_ASSERT_OK(epprof_plugin_register(
+      make_plugin(nullptr, nullptr, "CUPTI initialisation failed: CUPTI is not loadable (libcupti.so.13: cannot open)"),
+      &plugin));
+  epprof::testing::TempDir dir;
+  const std::string path = dir.file("trace.json");
+  epprof_profiler_config cfg = epprof::testing::config_for(path);
+  epprof_profiler_t p{};
+  EPPROF_ASSERT_OK(epprof_profiler_create(&cfg, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_add_plugin(p, plugin));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const uint64_t id = epprof_correlation_id_next();
+  EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, epprof::testing::name_id("n"), id));
+  EPPROF_ASSERT_OK(epprof_event_end(p, id, nullptr, 0));
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, &stats));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  epprof_status_release(epprof_plugin_unload(plugin));
+  EXPECT_EQ(stats.plugin_errors, 0u);
+  const auto meta = epprof::testing::plugin_metadata(epprof::testing::read_trace(path), "cuda");
+  ASSERT_TRUE(meta.count("device_tracing"));
+  EXPECT_EQ(meta.at("device_tracing"), "off: CUPTI initialisation failed: CUPTI is not loadable (libcupti.so.13: cannot open)");
+  EXPECT_EQ(meta.at("device_records"), "0");
+}
+
+// Finding: an exception could cross the C boundary in stop_event.
+TEST(CudaProfilerSlots, AnExceptionInStopEventBecomesAStatus) {
+  FakeSource source;
+  source.throw_on_pop = true;
+  ProfilerEnv env;
+  env.host = epprof_get_host_api();
+  env.source = &source;
+  env.device = "fake GPU";
+  epprof_ep_profiler* p = create_profiler(env);
+  EPPROF_ASSERT_OK(p->start_profiling(p, 0));
+  EPPROF_ASSERT_OK(p->start_event(p, 5));
+  epprof_status* st = nullptr;
+  EXPECT_NO_THROW(st = p->stop_event(p, 5, nullptr));
+  const auto r = epprof::testing::take(st);
+  EXPECT_EQ(r.code, EPPROF_PLUGIN_ERROR);
+  EXPECT_NE(r.message.find("stop_event: pop threw"), std::string::npos) << r.message;
+  source.throw_on_pop = false;
+  p->release(p);
 }
 
 // ---- The kernels compile with NVRTC (no GPU or driver needed) ----
