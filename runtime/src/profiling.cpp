@@ -597,19 +597,25 @@ void ProfilingObserver::block_end_outside_epoch(const NodeInfo& info, const Node
   report(epprof_event_block_end_with_args(&block_, position, args.a.data(), args.n));
 }
 
-void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
+// The args of a node event outside the node cache's fast paths: the node's
+// op, provider and index, then the set that declares the node (so its
+// device work is attributed to it), if the table had room for one. Returns
+// how many of `out`'s 4 it filled.
+size_t ProfilingObserver::node_args(const NodeInfo& info, epprof_arg* out) {
   const Keys& k = keys();
   const NodeState n = node_state(info.node_index);
-  epprof_arg args[] = {
-      str_arg(k.op_name, info.node.op_type.c_str()),
-      str_arg(k.provider, info.provider.c_str()),
-      int_arg(k.node_index, int64_t(info.node.index)),
-      str_arg(k.error, what),
-      {0, EPPROF_ARG_SET, {}},
-  };
-  size_t num_args = sizeof args / sizeof args[0];
-  args[4].value.set = n.cold.names_for(n.hot, info).declared;  // so its device work is attributed
-  if (!args[4].value.set) --num_args;
+  out[0] = str_arg(k.op_name, info.node.op_type.c_str());
+  out[1] = str_arg(k.provider, info.provider.c_str());
+  out[2] = int_arg(k.node_index, int64_t(info.node.index));
+  out[3] = epprof_arg{0, EPPROF_ARG_SET, {}};
+  out[3].value.set = n.cold.names_for(n.hot, info).declared;
+  return out[3].value.set ? 4 : 3;
+}
+
+void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
+  epprof_arg args[5];
+  size_t num_args = node_args(info, args);
+  args[num_args++] = str_arg(keys().error, what);
   bool in_block;
   const size_t position = held_position(info, &in_block);
   if (position != kNotHeld && in_block) {
@@ -631,22 +637,11 @@ void ProfilingObserver::replay_begin(const NodeInfo& info, const ReplayInfo& rep
 
 void ProfilingObserver::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
   const Keys& k = keys();
-  const NodeState n = node_state(info.node_index);
-  epprof_arg args[] = {
-      str_arg(k.op_name, info.node.op_type.c_str()),
-      str_arg(k.provider, info.provider.c_str()),
-      int_arg(k.node_index, int64_t(info.node.index)),
-      int_arg(k.replay_pass, int64_t(replay.pass)),
-      int_arg(k.replay_of, int64_t(info.correlation_id)),
-      {0, EPPROF_ARG_SET, {}},
-      str_arg(k.error, error ? error : ""),
-  };
-  size_t num_args = 5;
-  if (const epprof_arg_set_id declared = n.cold.names_for(n.hot, info).declared) {
-    args[num_args].value.set = declared;  // so its device work is attributed to the node
-    ++num_args;
-  }
-  if (error) args[num_args++] = args[6];
+  epprof_arg args[7];
+  size_t num_args = node_args(info, args);
+  args[num_args++] = int_arg(k.replay_pass, int64_t(replay.pass));
+  args[num_args++] = int_arg(k.replay_of, int64_t(info.correlation_id));
+  if (error) args[num_args++] = str_arg(k.error, error);
   report(epprof_event_end(profiler_, replay.correlation_id, args, num_args));
 }
 

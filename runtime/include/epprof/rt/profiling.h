@@ -114,6 +114,7 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   };
   [[gnu::always_inline]] inline NodeState node_state(size_t node_index);
   [[gnu::noinline]] NodeState node_state_slow(size_t node_index);
+  size_t node_args(const NodeInfo& info, epprof_arg* out);
   [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n,
                                        size_t position);
   [[gnu::noinline]] void block_end_outside_epoch(const NodeInfo& info, const NodeIo& io, size_t position);
