@@ -136,8 +136,9 @@ struct alignas(32) ProfilingObserver::HotNode {
 // interned type/shape JSON and byte sizes. Nodes usually see the same shapes
 // every run, so node_end builds no strings and copies no text: its args are
 // one interned arg set. The HotNode's owner is the node these names belong
-// to; an observer shared by two sessions stays correct because the second
-// session's node at the same index takes a slower, locked path.
+// to; the other nodes at the same index (a subgraph's, which count from 0
+// as the main graph's do, or another session's) take a slower, locked path
+// that finds what their first execution built.
 struct ProfilingObserver::NodeCache {
   struct Names {
     const Node* node;
@@ -205,17 +206,26 @@ struct ProfilingObserver::NodeCache {
   }
 
   Names names{};  // the HotNode owner's, written before it is published
-  std::atomic<const Shapes*> shapes{nullptr};
+  std::atomic<const Shapes*> shapes{nullptr};  // the owner's last
   std::mutex mu;  // guards the lists below and the first `names`
   std::vector<std::unique_ptr<Names>> other_names;  // nodes of other sessions sharing this index
-  std::vector<std::unique_ptr<Shapes>> all_shapes;  // every Shapes ever published
+  std::vector<std::unique_ptr<Shapes>> all_shapes;  // every (node, shapes) seen, each once
 
   const Names& names_for(HotNode& hot, const NodeInfo& info) {
     if (hot.owner.load(std::memory_order_acquire) == &info.node) return names;
     return names_slow(hot, info);
   }
 
+  // A node that is not the HotNode's owner (a subgraph's node at the same
+  // index, another session's) finds its names under the lock; they are
+  // built once, on its first execution.
   [[gnu::noinline]] const Names& names_slow(HotNode& hot, const NodeInfo& info) {
+    std::lock_guard<std::mutex> lock(mu);
+    const Node* owner = hot.owner.load(std::memory_order_relaxed);
+    if (owner == &info.node) return names;
+    if (owner)
+      for (const auto& n : other_names)
+        if (n->node == &info.node) return *n;
     Names fresh{&info.node, intern(info.node.name + "_kernel_time"), intern(info.node.op_type),
                 intern(info.provider), intern(info.node.name), 0};
     const epprof_node_desc desc = fresh.desc();
@@ -223,16 +233,12 @@ struct ProfilingObserver::NodeCache {
       epprof_status_release(st);  // the table is full: the node's device work goes unattributed to it
       fresh.declared = 0;
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (!hot.owner.load(std::memory_order_relaxed)) {
+    if (!owner) {
       names = fresh;
       hot.event = fresh.event;
       hot.owner.store(&info.node, std::memory_order_release);
       return names;
     }
-    if (hot.owner.load(std::memory_order_relaxed) == &info.node) return names;
-    for (const auto& n : other_names)
-      if (n->node == &info.node) return *n;
     other_names.push_back(std::make_unique<Names>(fresh));
     return *other_names.back();
   }
@@ -255,10 +261,26 @@ struct ProfilingObserver::NodeCache {
     return i == s.signature_size;
   }
 
+  // The owner's last shapes are one load away; any other (node, shapes)
+  // seen before is found under the lock, and each is built only once, so a
+  // node whose shapes alternate, or that shares its index, neither rebuilds
+  // its strings nor grows the list on every execution.
   const Shapes& shapes_for(HotNode& hot, const NodeInfo& info, const NodeIo& io) {
-    const Node& node = info.node;
     const Shapes* s = shapes.load(std::memory_order_acquire);
-    if (s && matches(*s, node, io)) return *s;
+    if (s && matches(*s, info.node, io)) return *s;
+    return shapes_slow(hot, info, io);
+  }
+
+  [[gnu::noinline]] const Shapes& shapes_slow(HotNode& hot, const NodeInfo& info, const NodeIo& io) {
+    const Names& node_names = names_for(hot, info);  // before the lock: it takes it too
+    const Node& node = info.node;
+    const bool owner = hot.owner.load(std::memory_order_acquire) == &node;
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& seen : all_shapes)
+      if (matches(*seen, node, io)) {
+        if (owner) shapes.store(seen.get(), std::memory_order_release);
+        return *seen;
+      }
     auto fresh = std::make_unique<Shapes>();
     fresh->node = &node;
     std::vector<int64_t> sig;
@@ -283,16 +305,14 @@ struct ProfilingObserver::NodeCache {
     fresh->activation_bytes = int64_t(io.activation_bytes());
     fresh->parameter_bytes = int64_t(io.parameter_bytes());
     fresh->output_bytes = int64_t(io.output_bytes());
-    const Names& node_names = names_for(hot, info);
     const auto args = shape_args(node_names, node, *fresh);
     const epprof_node_desc desc = node_names.desc();
     if (epprof_status* st = epprof_node_args_intern(&desc, args.data(), args.size(), &fresh->args)) {
       epprof_status_release(st);  // node_end passes the args one by one instead
       fresh->args = 0;
     }
-    std::lock_guard<std::mutex> lock(mu);
     all_shapes.push_back(std::move(fresh));
-    shapes.store(all_shapes.back().get(), std::memory_order_release);
+    if (owner) shapes.store(all_shapes.back().get(), std::memory_order_release);
     return *all_shapes.back();
   }
 };
