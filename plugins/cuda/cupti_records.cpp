@@ -2,6 +2,24 @@
 
 namespace epprof::cuda {
 
+namespace {
+
+// What every timed device record of CUPTI's carries: the id of the API call
+// that issued it, its times, and where it ran.
+template <class Record, class Cupti>
+Record device_record(const Cupti& c) {
+  Record r;
+  r.correlation_id = c.correlationId;
+  r.start_ns = c.start;
+  r.end_ns = c.end;
+  r.device_id = c.deviceId;
+  r.context_id = c.contextId;
+  r.stream_id = c.streamId;
+  return r;
+}
+
+}  // namespace
+
 bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch, CallbackNamer namer) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -21,13 +39,7 @@ bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch, Callba
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      KernelRecord r;
-      r.correlation_id = k->correlationId;
-      r.start_ns = k->start;
-      r.end_ns = k->end;
-      r.device_id = k->deviceId;
-      r.context_id = k->contextId;
-      r.stream_id = k->streamId;
+      KernelRecord r = device_record<KernelRecord>(*k);
       r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
       r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
       r.static_shared_bytes = k->staticSharedMemory;
@@ -39,30 +51,18 @@ bool parse_cupti_record(const CUpti_Activity* record, RecordBatch* batch, Callba
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      MemcpyRecord r;
-      r.correlation_id = m->correlationId;
+      MemcpyRecord r = device_record<MemcpyRecord>(*m);
       r.runtime_correlation_id = m->runtimeCorrelationId;
-      r.start_ns = m->start;
-      r.end_ns = m->end;
       r.bytes = m->bytes;
       r.copy_kind = m->copyKind;
-      r.device_id = m->deviceId;
-      r.context_id = m->contextId;
-      r.stream_id = m->streamId;
       batch->memcpys.push_back(r);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      MemsetRecord r;
-      r.correlation_id = m->correlationId;
-      r.start_ns = m->start;
-      r.end_ns = m->end;
+      MemsetRecord r = device_record<MemsetRecord>(*m);
       r.bytes = m->bytes;
       r.value = m->value;
-      r.device_id = m->deviceId;
-      r.context_id = m->contextId;
-      r.stream_id = m->streamId;
       batch->memsets.push_back(r);
       return true;
     }
