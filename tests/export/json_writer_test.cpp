@@ -360,6 +360,16 @@ std::string micros_json(int64_t ns, bool integer) {
   return write_to_string([&](JsonWriter& w) { w.micros(ns, integer); });
 }
 
+// Every fraction of a microsecond, either sign, against the string surgery.
+TEST(JsonWriterNumbers, MicrosEveryFraction) {
+  for (int64_t whole : {int64_t(0), int64_t(7), int64_t(123456789)})
+    for (int64_t f = 0; f < 1000; ++f)
+      for (int64_t sign : {1, -1}) {
+        const int64_t ns = sign * (whole * 1000 + f);
+        ASSERT_EQ(micros_json(ns, false), reference_micros(ns)) << ns;
+      }
+}
+
 TEST(JsonWriterNumbers, MicrosTable) {
   struct Case {
     int64_t ns;
