@@ -8,6 +8,7 @@
 #include "epprof/ep_profiler.h"
 #include "epprof/profiler.h"
 #include "epprof/session.h"
+#include "epprof/host.h"
 #include "epprof/counters.h"
 #include "epprof/capture.h"
 

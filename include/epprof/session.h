@@ -1,4 +1,5 @@
-/* epprof/session.h: profiling sessions and the dispatch counting service.
+/* epprof/session.h: profiling sessions and the dispatch counting service,
+ * for tools.
  *
  * A session is a collection scope a tool opens: it chooses what to collect
  * (filters), how records reach it (a bounded buffer drained by a library
@@ -7,14 +8,12 @@
  * record a host produces goes to every active session whose filters accept
  * it, into that session's own buffer.
  *
- * Two sides use this header:
- *  - tools create, start, stop, flush and destroy sessions, and configure
- *    the dispatch counting service on them;
- *  - hosts (an inference runtime) produce records (epprof_session_emit) and,
- *    before each dispatch, ask the sessions which counters to collect
- *    (epprof_session_query_dispatch), then deliver the values
- *    (epprof_session_deliver_counters). The reference runtime does this in
- *    epprof::rt::SessionObserver.
+ * Tools create, start, stop, flush and destroy sessions here, and configure
+ * the dispatch counting service on them. The records and dispatch
+ * descriptions defined here are what hosts produce: the host's side (an
+ * inference runtime producing records and answering dispatch queries) is
+ * epprof/host.h; the reference runtime implements it in
+ * epprof::rt::SessionObserver.
  *
  * Handles (epprof_session_t) are plain values checked on every call: an
  * unknown or destroyed handle returns EPPROF_NOT_FOUND. All functions are
@@ -282,58 +281,9 @@ EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session,
 EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, uint32_t pass);
 EPPROF_API epprof_status* epprof_session_end_pass(epprof_session_t session);
 
-/* ---- Host side: producing records ---- */
-
-/* The number of active sessions, to be read with a relaxed atomic load
- * (epprof_session_any_active): a host tests it before building records, so
- * with no session active its cost is that one load. Static storage. */
-EPPROF_API const uint32_t* epprof_session_active_word(void);
-
-static inline int epprof_session_any_active(const uint32_t* word) {
-  return __atomic_load_n(word, __ATOMIC_RELAXED) != 0;
-}
-
-/* Offers `records[0..count)` (copied) to every active session; each keeps
- * those its filters accept. A batch should hold one dispatch's records
- * (its NODE event first), so that the dispatch range keeps or drops them
- * together. With LOSSLESS sessions the call may wait for buffer space.
- * No allocation. Returns NULL; INVALID_ARGUMENT for NULL records with
- * count > 0 or an unknown kind (nothing is offered then). With no session
- * active it returns NULL at once, checking nothing. */
-EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size_t count);
-
-/* One active session's answer to a dispatch query. */
-typedef struct epprof_dispatch_request {
-  epprof_session_t session;
-  epprof_counter_config_t config; /* never {0} in a returned request */
-  uint32_t replay_mode;           /* the session's epprof_replay_mode */
-  uint32_t pass;                  /* APPLICATION/USER: the open pass; otherwise 0 */
-} epprof_dispatch_request;
-
-/* Before a dispatch: calls the dispatch callback of every active session
- * that has one and whose filters and dispatch range accept the dispatch,
- * and writes up to `capacity` requests (sessions that asked for counters)
- * to `out`; *count receives the number written. APPLICATION/USER sessions
- * with no open pass are not asked. Call on the dispatching thread.
- * INVALID_ARGUMENT for NULL info or count, NULL out with capacity > 0, or
- * info->size too small. */
-EPPROF_API epprof_status* epprof_session_query_dispatch(const epprof_dispatch_info* info,
-                                                        epprof_dispatch_request* out,
-                                                        size_t capacity, size_t* count);
-
-/* After the dispatch: hands the COUNTER records of `session`'s request
- * (filtered by its counter names) to its counter_record_callback, or to its
- * buffer when it has none. NOT_FOUND for a stale session (e.g. destroyed
- * during the dispatch); INVALID_ARGUMENT for NULL info, or NULL records
- * with count > 0. */
-EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t session,
-                                                          const epprof_dispatch_info* info,
-                                                          const epprof_record* records,
-                                                          size_t count);
-
-/* epprof_event_annotate, which attaches counter values read around a
- * dispatch to the profiler's node event, is declared in epprof/profiler.h
- * (included above). */
+/* The host's side (producing records, answering dispatch queries) is in
+ * epprof/host.h; epprof_event_annotate, which attaches counter values read
+ * around a dispatch to the profiler's node event, in epprof/profiler.h. */
 
 #ifdef __cplusplus
 }

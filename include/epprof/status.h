@@ -17,8 +17,10 @@ extern "C" {
 
 #if defined(_WIN32)
 #define EPPROF_API __declspec(dllexport)
-#else
+#elif defined(__GNUC__)
 #define EPPROF_API __attribute__((visibility("default")))
+#else
+#define EPPROF_API
 #endif
 
 /* Status codes. Append-only: values are part of the ABI. */

@@ -9,11 +9,20 @@
 #include <vector>
 
 #include "epprof/counters.h"
+#include "epprof/host.h"
 #include "epprof/rt/cost_model.h"
 #include "epprof/rt/graph.h"
 #include "epprof/session.h"
 
 namespace epprof::rt {
+
+namespace {
+
+// epprof_session_active_word() read as epprof/host.h says: one relaxed
+// load, no call, before every dispatch.
+inline bool any_active(const uint32_t* word) { return __atomic_load_n(word, __ATOMIC_RELAXED) != 0; }
+
+}  // namespace
 
 struct SessionObserver::NodeIds {
   std::string kernel;  // "<EP>:<op type>"
@@ -156,13 +165,13 @@ epprof_record host_record(uint64_t corr, epprof_name_id name, int64_t ts, int64_
 // Session phases and runs: the start is kept by correlation id (a run may
 // end on another thread) and one HOST_EVENT record is emitted at the end.
 void SessionObserver::open_span(uint64_t correlation_id) {
-  if (!epprof_session_any_active(active_)) return;
+  if (!any_active(active_)) return;
   std::lock_guard<std::mutex> lock(mu_);
   open_ts_[correlation_id] = epprof_clock_now_ns();
 }
 
 void SessionObserver::close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id) {
-  if (!epprof_session_any_active(active_)) return;
+  if (!any_active(active_)) return;
   int64_t start = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -203,7 +212,7 @@ void SessionObserver::node_begin(const NodeInfo& info) {
   Dispatch& t = ts.push();
   t.owner = nullptr;
   t.info.correlation_id = info.correlation_id;
-  if (!epprof_session_any_active(active_)) return;
+  if (!any_active(active_)) return;
   t.owner = this;
   t.n = 0;
   t.replays = 0;

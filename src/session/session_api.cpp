@@ -1,4 +1,4 @@
-// C entry points of epprof/session.h: the session registry, the producer
+// C entry points of epprof/session.h and epprof/host.h: the session registry, the producer
 // fan-out, and the host side of the dispatch counting service.
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "core/handle_table.h"
 #include "core/intern.h"
+#include "epprof/host.h"
 #include "epprof/session.h"
 #include "scope/write_trace.h"
 #include "session/session.h"
@@ -148,7 +149,7 @@ void guarded(Session& s, const char* what, F&& call) noexcept {
 }  // namespace
 // Sessions receive every profiler scope's device records when it ends.
 const scope::DeviceRecordSubscriber kDeviceRecords{
-    [] { return epprof_session_any_active(epprof_session_active_word()) != 0; },
+    [] { return epprof_session_any_active() != 0; },
     [](const epprof_record* records, size_t count) {
       if (epprof_status* st = epprof_session_emit(records, count)) epprof_status_release(st);
     }};
@@ -355,6 +356,8 @@ EPPROF_API epprof_status* epprof_session_end_pass(epprof_session_t session) {
 }
 
 EPPROF_API const uint32_t* epprof_session_active_word(void) { return &es::g_active_count; }
+
+EPPROF_API int epprof_session_any_active(void) { return __atomic_load_n(&es::g_active_count, __ATOMIC_RELAXED) != 0; }
 
 EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size_t count) {
   if (__atomic_load_n(&es::g_active_count, __ATOMIC_RELAXED) == 0) return nullptr;

@@ -88,7 +88,8 @@ TEST(SessionApi, LifecycleAndStaleHandles) {
   EXPECT_EQ(take(epprof_session_start(s)).code, EPPROF_FAILED_PRECONDITION);
   EPPROF_ASSERT_OK(epprof_session_get_state(s, &state));
   EXPECT_EQ(state, EPPROF_SESSION_ACTIVE);
-  EXPECT_TRUE(epprof_session_any_active(epprof_session_active_word()));
+  EXPECT_TRUE(epprof_session_any_active());
+  EXPECT_EQ(*epprof_session_active_word(), 1u);
   EPPROF_ASSERT_OK(epprof_session_flush(s));
   EPPROF_ASSERT_OK(epprof_session_stop(s));
   EPPROF_ASSERT_OK(epprof_session_get_state(s, &state));
@@ -100,7 +101,8 @@ TEST(SessionApi, LifecycleAndStaleHandles) {
   EXPECT_EQ(take(epprof_session_get_stats(s, nullptr)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_session_begin_pass(s, 0)).code, EPPROF_FAILED_PRECONDITION);  // NONE mode
   EPPROF_ASSERT_OK(epprof_session_destroy(s));
-  EXPECT_FALSE(epprof_session_any_active(epprof_session_active_word()));
+  EXPECT_FALSE(epprof_session_any_active());
+  EXPECT_EQ(*epprof_session_active_word(), 0u);
 
   // Every call on the destroyed handle, on the zero handle and on a made-up one.
   for (epprof_session_t bad : {s, epprof_session_t{0}, epprof_session_t{0xdead00ull}}) {
