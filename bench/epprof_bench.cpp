@@ -1042,8 +1042,8 @@ void BM_scope(benchmark::State& state) {
       g_samples[kScopeWriteFloor].push_back(w);
       char floor_note[160];
       std::snprintf(floor_note, sizeof floor_note,
-                    "the trace's %.2f GB written to the same file system in 1 MiB writes, nothing formatted: the "
-                    "floor of any stop here",
+                    "the trace's %.2f GB written to the same file system in 1 MiB writes, nothing formatted, "
+                    "into page-cache pages the stop just freed",
                     std::stod(c.kv["trace_bytes"]) / 1e9);
       g_notes[kScopeWriteFloor] = floor_note;
     }
