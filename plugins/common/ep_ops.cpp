@@ -357,6 +357,16 @@ ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out) 
   return {};
 }
 
+ComputeResult prepare_matmul(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                             MatMulDims* mm, float** y) {
+  *y = nullptr;
+  if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), mm); e.kind != Kind::Ok) return e;
+  float* out = nullptr;
+  ComputeResult r = allocate(k, outputs, mm->out, &out);
+  if (r.kind == Kind::Ok && count(mm->out) > 0 && mm->k > 0) *y = out;
+  return r;
+}
+
 ComputeResult matmul_dims(const OpKernel& k, const Shape& a_in, const Shape& b_in, MatMulDims* out) {
   Shape a = a_in, b = b_in;
   if (a.empty() || b.empty()) return failed(Kind::Failed, k.node + ": MatMul inputs must have rank >= 1");

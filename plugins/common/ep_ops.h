@@ -125,6 +125,11 @@ struct MatMulDims {
   int64_t m = 0, k = 0, n = 0;
 };
 ComputeResult matmul_dims(const OpKernel& k, const Shape& a, const Shape& b, MatMulDims* out);
+// A MatMul node's dims and its output, allocated: not Ok when it cannot
+// run; Ok with *y null when there is nothing to compute (an empty output,
+// or K = 0, whose zeros are written already); else Ok and *y the output.
+ComputeResult prepare_matmul(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                             MatMulDims* mm, float** y);
 
 // Gemm: Y[M,N] = alpha·op(A)·op(B) + beta·C, with C optional and
 // broadcasting to [M,N] in one direction only.

@@ -89,13 +89,11 @@ ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor
 // Row-major Y[m,n] = A[m,k]·B[k,n] is column-major Yᵀ = Bᵀ·Aᵀ: cuBLAS gets B first.
 ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
   MatMulDims mm;
-  if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), &mm); e.kind != Kind::Ok) return e;
+  float* y = nullptr;
+  if (ComputeResult r = prepare_matmul(k, in, outputs, &mm, &y); r.kind != Kind::Ok || !y) return r;
   const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch, &out = mm.out;
   const int64_t m = mm.m, ka = mm.k, n = mm.n;
-  float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, out, &y);
   const int64_t total = count(out);
-  if (r.kind != Kind::Ok || total == 0 || ka == 0) return r;  // K = 0: zeros, already
   if (m > INT32_MAX || n > INT32_MAX || ka > INT32_MAX) return failed(Kind::Unsupported, "a dimension above 2^31");
   // Offsets of each batch's matrices, in elements.
   const int64_t nb = count(batch);
