@@ -146,15 +146,21 @@ struct GraphParts {
   std::vector<std::string> outputs;
   std::vector<const Kernel*> kernels;  // per node
   std::vector<size_t> providers;       // per node
+  size_t key_base = 0;  // NodeInfo::node_index of the graph's node i is key_base + i
 };
 
-void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan);
+void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan, size_t* next_key);
 
 // A GRAPH attribute's plan: its nodes assigned to the session's providers
 // like top-level nodes, their kernels created now and owned by the plan.
-std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s, const Graph& graph) {
+// Their NodeInfo::node_index keys are the next graph.nodes.size() of
+// *next_key: a subgraph's node.index repeats the main graph's, and an
+// observer keys its state per node by node_index.
+std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s, const Graph& graph,
+                                                         size_t* next_key) {
   auto plan = std::make_shared<detail::ExecPlan>();
-  GraphParts parts{graph.nodes, graph.initializers, graph.outer_inputs, {}, {}, {}, {}};
+  GraphParts parts{graph.nodes, graph.initializers, graph.outer_inputs, {}, {}, {}, {}, *next_key};
+  *next_key += graph.nodes.size();
   for (const auto& in : graph.inputs) parts.inputs.push_back(in.name);
   for (const auto& out : graph.outputs) parts.outputs.push_back(out.name);
   for (const Node& node : graph.nodes) {
@@ -163,7 +169,7 @@ std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s,
     parts.kernels.push_back(plan->kernels.back().get());
     parts.providers.push_back(provider);
   }
-  build_plan(s, parts, *plan);
+  build_plan(s, parts, *plan, next_key);
   return plan;
 }
 
@@ -183,7 +189,7 @@ std::optional<Tensor> folded_constant(const Node& node, const Kernel& kernel) {
   return std::move(ctx.outputs[0]);
 }
 
-void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan) {
+void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan, size_t* next_key) {
   std::map<std::string, int> slot;
   std::vector<bool> is_init;
   auto slot_of = [&](const std::string& name) {
@@ -212,7 +218,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     }
     detail::NodePlan np;
     np.node = &node;
-    np.node_index = node.index;
+    np.node_index = g.key_base + i;  // the main graph's: node.index, its topological position
     np.kernel = g.kernels[i];
     np.provider = &s.provider_names[g.providers[i]];
     for (const auto& in : node.inputs) {
@@ -228,7 +234,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       if (kv.second.kind != Attribute::Kind::Graph) continue;
       detail::SubgraphPlan sp;
       sp.graph = kv.second.graph.get();
-      sp.plan = compile_subgraph(s, *sp.graph);
+      sp.plan = compile_subgraph(s, *sp.graph, next_key);
       sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::prove_epochs(*sp.plan));
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
@@ -275,7 +281,8 @@ void build_top_level_plan(Session::Impl& s) {
   for (const auto& in : s.model.inputs) parts.inputs.push_back(in.name);
   for (const auto& out : s.model.outputs) parts.outputs.push_back(out.name);
   for (const auto& k : s.kernels) parts.kernels.push_back(k.get());
-  build_plan(s, parts, s.plan);
+  size_t next_key = s.model.nodes.size();  // subgraphs' nodes are keyed after the main graph's
+  build_plan(s, parts, s.plan, &next_key);
 }
 
 void check_input(const IoInfo& info, const Tensor& t) {

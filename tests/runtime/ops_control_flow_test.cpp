@@ -237,7 +237,15 @@ class Recorder final : public RunObserver {
   uint64_t first = 0;
 
  private:
-  void add(const char* what, const NodeInfo& i) { events.push_back({what, i.node.name, i.correlation_id, i.shape_epoch}); }
+  void add(const char* what, const NodeInfo& i) {
+    events.push_back({what, i.node.name, i.correlation_id, i.shape_epoch});
+    keys[i.node_index].insert(i.node.name);
+    indices[i.node.name] = i.node.index;
+  }
+
+ public:
+  std::map<size_t, std::set<std::string>> keys;  // NodeInfo::node_index → the nodes given it
+  std::map<std::string, size_t> indices;         // node → node.index
 };
 
 }  // namespace
@@ -295,6 +303,31 @@ TEST(OpsControlFlow, EverySubgraphNodeExecutionIsANodeEventWithItsOwnId) {
   // The top-level node has the run's reserved id; the subgraph nodes do not.
   EXPECT_EQ(rec.events.front().node, "loop");
   EXPECT_EQ(rec.events.front().id, rec.first);
+}
+
+// An observer keys its per-node state by NodeInfo::node_index: a subgraph's
+// nodes, whose node.index counts from 0 as the main graph's do, get keys of
+// their own, after the main graph's; the main graph's keys are node.index.
+TEST(OpsControlFlow, EveryNodeHasAKeyOfItsOwnSubgraphsIncluded) {
+  Recorder rec;
+  SessionOptions so;
+  so.observer = &rec;
+  Session s = Session::from_bytes(loop_model(), so);
+  s.run({{"M", Tensor::scalar<int64_t>(2)}, {"x", vec({1, 10})}});
+  ASSERT_GT(rec.indices.size(), s.nodes().size()) << "the model's subgraph nodes did not run";
+  for (const auto& [key, nodes] : rec.keys)
+    EXPECT_EQ(nodes.size(), 1u) << "key " << key << " is shared by " << *nodes.begin() << " and " << *nodes.rbegin()
+                                << " (node.index " << rec.indices[*nodes.begin()] << ", "
+                                << rec.indices[*nodes.rbegin()] << ")";
+  size_t subgraph_nodes = 0;
+  for (const auto& [key, nodes] : rec.keys) {
+    const std::string& node = *nodes.begin();
+    const bool top = node.find('/') == std::string::npos;
+    if (top) EXPECT_EQ(key, rec.indices[node]) << node;
+    else EXPECT_GE(key, s.nodes().size()) << node;
+    subgraph_nodes += !top;
+  }
+  EXPECT_GT(subgraph_nodes, 0u);
 }
 
 TEST(OpsControlFlow, SubgraphNodeEventsAreInTheTraceInsideTheParentSpan) {

@@ -54,8 +54,12 @@ struct NodeInfo {
   // holds. 0: no such promise (the node follows a data-dependent If, say);
   // read the tensors. Within one run the nonzero values are all the run's.
   uint64_t shape_epoch = 0;
-  // node.index, carried here so an observer that keys its state by node
-  // need not load the Node (a cold cache line after a long kernel).
+  // A key unique to the node in its session, dense from 0, carried here so
+  // an observer that keys its state by node need not load the Node (a cold
+  // cache line after a long kernel): node.index for the main graph's nodes;
+  // the nodes of subgraphs (If, Loop, Scan bodies), whose node.index values
+  // repeat the main graph's, get the keys after the main graph's. Traces
+  // report node.index.
   size_t node_index = 0;
 };
 
