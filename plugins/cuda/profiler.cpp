@@ -134,7 +134,9 @@ class Profiler final : public ep_common::ProfilerShell<Profiler> {
                                                      : std::string("no probe record arrived"));
     std::vector<std::pair<std::string, std::string>> meta = {
         {"device", env_.device},
-        {"device_tracing", traced_ ? std::string("on") : "off: " + tracing_error_},
+        {"device_tracing", traced_                 ? std::string("on")
+                           : tracing_error_.empty() ? std::string("off: the scope did not start")
+                                                    : "off: " + tracing_error_},
         {"clock", env_.source ? env_.source->clock_description() : std::string("none: no device tracing")},
         {"clock_error_bound_ns", bound},
         {"clock_probes", std::to_string(stats.probes_matched) + " of " + std::to_string(probes_.size())},
