@@ -2,15 +2,22 @@
 // against libm in double, over their whole range and at the edges.
 #include "kernels/vector_math.h"
 
+#include "kernels/broadcast.h"
+#include "kernels/simd.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <vector>
 
 namespace {
 
+using epprof::rt::kernels::erf_f32;
 using epprof::rt::kernels::exp_f32;
 using epprof::rt::kernels::sigmoid_f32;
 
@@ -59,6 +66,62 @@ TEST(VectorMath, SigmoidIsWithinThreeUlp) {
   EXPECT_EQ(sigmoid_f32(std::numeric_limits<float>::infinity()), 1.0f);
   EXPECT_EQ(sigmoid_f32(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_TRUE(std::isnan(sigmoid_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// erf_f32 is within 2.5e-7 of erf everywhere (a few ulp where erf nears 1),
+// and within a few ulp relative below |x| = 1, where results shrink with x.
+TEST(VectorMath, ErfIsWithinItsBound) {
+  double worst_abs = 0, worst_small = 0, at_abs = 0, at_small = 0;
+  const int n = 1 << 21;
+  for (int i = 0; i <= n; ++i) {
+    const float x = -8.0f + 16.0f * static_cast<float>(i) / n;
+    const double want = std::erf(static_cast<double>(x)), got = erf_f32(x);
+    if (std::fabs(got - want) > worst_abs) worst_abs = std::fabs(got - want), at_abs = x;
+    if (std::fabs(x) < 1.0f && x != 0.0f && ulps(erf_f32(x), want) > worst_small)
+      worst_small = ulps(erf_f32(x), want), at_small = x;
+  }
+  std::printf("[ info ] erf_f32: worst %.3g absolute (at %g), %.2f ulp below |x| = 1 (at %g)\n", worst_abs, at_abs,
+              worst_small, at_small);
+  EXPECT_LE(worst_abs, 2.5e-7) << "at x = " << at_abs;
+  EXPECT_LE(worst_small, 4.0) << "at x = " << at_small;
+}
+
+TEST(VectorMath, ErfEdges) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(erf_f32(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(erf_f32(-0.0f)));
+  EXPECT_EQ(erf_f32(inf), 1.0f);
+  EXPECT_EQ(erf_f32(-inf), -1.0f);
+  EXPECT_EQ(erf_f32(1e30f), 1.0f);
+  EXPECT_LE(ulps(erf_f32(1e-30f), std::erf(1e-30)), 1.0);  // tiny inputs keep their precision
+  EXPECT_LE(ulps(erf_f32(-1e-40f), std::erf(static_cast<double>(-1e-40f))), 2.0);  // subnormal
+  EXPECT_TRUE(std::isnan(erf_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// The element loops run in SIMD clones (simd.h), which GCC 12 compiles as
+// functions that cannot throw: an element function's exception must still
+// reach the caller, with the elements before it written.
+TEST(SimdClones, AnElementFunctionsExceptionReachesTheCaller) {
+  using epprof::rt::kernels::transform_elements;
+  const std::vector<float> in{1, 2, -1, 4};
+  std::vector<float> out(4, 0.0f);
+  const auto reject_negative = [](float v) {
+    if (v < 0) throw std::domain_error("negative");
+    return v * 2;
+  };
+  EXPECT_THROW(transform_elements(in.data(), out.data(), 4, reject_negative), std::domain_error);
+  EXPECT_EQ(out[0], 2.0f);
+  EXPECT_EQ(out[1], 4.0f);
+  transform_elements(in.data(), out.data(), 2, reject_negative);  // and the clone still runs after it
+
+  using epprof::rt::kernels::broadcast_binary;
+  const epprof::rt::Shape row{4}, col{2, 1}, both{2, 4};
+  std::vector<float> grid(8);
+  EXPECT_THROW(broadcast_binary(in.data(), row, in.data(), col, grid.data(), both,
+                                [&](float a, float b) { return reject_negative(a) + b; }),
+               std::domain_error);
+  broadcast_binary(in.data(), row, in.data(), col, grid.data(), both, [](float a, float b) { return a + 10 * b; });
+  EXPECT_EQ(grid, (std::vector<float>{11, 12, 9, 14, 21, 22, 19, 24}));
 }
 
 }  // namespace

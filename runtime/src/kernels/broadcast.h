@@ -2,9 +2,11 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <exception>
 #include <vector>
 
 #include "kernels/common.h"
+#include "kernels/simd.h"
 
 namespace epprof::rt::kernels {
 
@@ -16,8 +18,11 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
 // Walks the output (shape `so`, each in[k] broadcastable to it) one run of its
 // innermost dimension at a time: row(base, off, step, len) covers output
 // elements base .. base+len-1, whose input k element j is at off[k] + j*step[k].
+// Always inlined, so that the row loop is compiled into the SIMD clones that
+// call it (simd.h).
 template <size_t K, typename Row>
-void for_each_broadcast_row(const std::array<const Shape*, K>& in, const Shape& so, Row&& row) {
+[[gnu::always_inline]] inline void for_each_broadcast_row(const std::array<const Shape*, K>& in, const Shape& so,
+                                                          Row&& row) {
   const int64_t n = shape_size(so);
   if (n == 0) return;
   std::array<int64_t, K> off{}, step{};
@@ -47,46 +52,73 @@ void for_each_broadcast_row(const std::array<const Shape*, K>& in, const Shape& 
   }
 }
 
+namespace simd_detail {
+template <typename TA, typename TB, typename TO, typename F>
+EPPROF_SIMD_CLONES void broadcast_binary_simd(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out,
+                                              const Shape& so, F& f, std::exception_ptr& error) noexcept {
+  try {
+    const int64_t n = shape_size(so);
+    if (n == 0) return;
+    if (sa == so && sb == so) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+      return;
+    }
+    if (shape_size(sb) == 1 && sa == so) {
+      const TB bv = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], bv);
+      return;
+    }
+    if (shape_size(sa) == 1 && sb == so) {
+      const TA av = a[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(av, b[i]);
+      return;
+    }
+    const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
+      const TA* pa = a + off[0];
+      const TB* pb = b + off[1];
+      TO* po = out + base;
+      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]]);
+    };
+    for_each_broadcast_row<2>({&sa, &sb}, so, row);
+  } catch (...) {
+    error = std::current_exception();
+  }
+}
+
+template <typename TA, typename TB, typename TC, typename TO, typename F>
+EPPROF_SIMD_CLONES void broadcast_ternary_simd(const TA* a, const Shape& sa, const TB* b, const Shape& sb,
+                                               const TC* c, const Shape& sc, TO* out, const Shape& so, F& f,
+                                               std::exception_ptr& error) noexcept {
+  try {
+    const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
+      const TA* pa = a + off[0];
+      const TB* pb = b + off[1];
+      const TC* pc = c + off[2];
+      TO* po = out + base;
+      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]], pc[j * step[2]]);
+    };
+    for_each_broadcast_row<3>({&sa, &sb, &sc}, so, row);
+  } catch (...) {
+    error = std::current_exception();
+  }
+}
+}  // namespace simd_detail
+
 // out[i] = f(a[ia], b[ib]) over the broadcast index space. `out` must already
 // have the shape `so`, to which sa and sb broadcast. `out` may alias `a` when
-// sa == so (each element is read before it is written).
+// sa == so (each element is read before it is written). The loops run in
+// the CPU's widest SIMD (simd.h); what f throws propagates.
 template <typename TA, typename TB, typename TO, typename F>
 void broadcast_binary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out, const Shape& so, F f) {
-  const int64_t n = shape_size(so);
-  if (n == 0) return;
-  if (sa == so && sb == so) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-    return;
-  }
-  if (shape_size(sb) == 1 && sa == so) {
-    const TB bv = b[0];
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], bv);
-    return;
-  }
-  if (shape_size(sa) == 1 && sb == so) {
-    const TA av = a[0];
-    for (int64_t i = 0; i < n; ++i) out[i] = f(av, b[i]);
-    return;
-  }
-  for_each_broadcast_row<2>({&sa, &sb}, so, [&](int64_t base, const auto& off, const auto& step, int64_t len) {
-    const TA* pa = a + off[0];
-    const TB* pb = b + off[1];
-    TO* po = out + base;
-    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]]);
-  });
+  rethrowing([&](std::exception_ptr& error) { simd_detail::broadcast_binary_simd(a, sa, b, sb, out, so, f, error); });
 }
 
 // out[i] = f(a[ia], b[ib], c[ic]) over the broadcast index space of three inputs.
 template <typename TA, typename TB, typename TC, typename TO, typename F>
 void broadcast_ternary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, const TC* c, const Shape& sc,
                        TO* out, const Shape& so, F f) {
-  for_each_broadcast_row<3>({&sa, &sb, &sc}, so, [&](int64_t base, const auto& off, const auto& step, int64_t len) {
-    const TA* pa = a + off[0];
-    const TB* pb = b + off[1];
-    const TC* pc = c + off[2];
-    TO* po = out + base;
-    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]], pc[j * step[2]]);
-  });
+  rethrowing(
+      [&](std::exception_ptr& error) { simd_detail::broadcast_ternary_simd(a, sa, b, sb, c, sc, out, so, f, error); });
 }
 
 }  // namespace epprof::rt::kernels

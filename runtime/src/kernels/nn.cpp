@@ -6,11 +6,47 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/simd.h"
 #include "kernels/softmax.h"
 
 namespace epprof::rt::kernels {
 
 namespace {
+
+// y = x * a[c] + b[c] over an [N, C, S] tensor, in double like the
+// statistics.
+template <typename T>
+EPPROF_SIMD_CLONES void scale_shift_channels(const T* x, T* y, int64_t N, int64_t C, int64_t S, const double* a,
+                                             const double* b) noexcept {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const T* xp = x + (n * C + c) * S;
+      T* yp = y + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) yp[s] = static_cast<T>(xp[s] * a[c] + b[c]);
+    }
+}
+
+// Layer normalisation of `outer` rows of `inner` elements: mean and variance
+// in double, then (x - mean) * inv * scale + bias. `bias` may be null.
+template <typename T>
+EPPROF_SIMD_CLONES void layer_norm_rows(const T* x, T* y, int64_t outer, int64_t inner, const T* scale,
+                                        const T* bias, double eps, float* means, float* invs) noexcept {
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* xr = x + o * inner;
+    T* yr = y + o * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += static_cast<double>(xr[i]);
+    const double mean = sum / static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
+    if (bias)
+      for (int64_t i = 0; i < inner; ++i) yr[i] = static_cast<T>((xr[i] - mean) * inv * scale[i] + bias[i]);
+    else
+      for (int64_t i = 0; i < inner; ++i) yr[i] = static_cast<T>((xr[i] - mean) * inv * scale[i] + T(0));
+    means[o] = static_cast<float>(mean);
+    invs[o] = static_cast<float>(inv);
+  }
+}
 
 // BatchNormalization, opsets 6..17. Inference: y = scale * (x - mean) /
 // sqrt(var + epsilon) + B per channel. Training (training_mode=1, opset 14+):
@@ -57,14 +93,13 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node) {
         }
       }
       Tensor out(x.dtype(), x.shape());
-      T* y = out.mutable_data<T>();
+      std::vector<double> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) {
         const size_t ci = static_cast<size_t>(c);
-        const double a = static_cast<double>(p[0][c]) / std::sqrt(var[ci] + eps);
-        const double b = static_cast<double>(p[1][c]) - mean[ci] * a;
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t s = 0; s < S; ++s) y[(n * C + c) * S + s] = static_cast<T>(xd[(n * C + c) * S + s] * a + b);
+        a[ci] = static_cast<double>(p[0][c]) / std::sqrt(var[ci] + eps);
+        b[ci] = static_cast<double>(p[1][c]) - mean[ci] * a[ci];
       }
+      scale_shift_channels(xd, out.mutable_data<T>(), N, C, S, a.data(), b.data());
       ctx.outputs[0] = std::move(out);
       if (training) {
         for (size_t k = 1; k < 3 && k < ctx.outputs.size(); ++k) {
@@ -117,21 +152,9 @@ std::unique_ptr<Kernel> make_layer_norm(const Node& node) {
       std::vector<T> bias;
       if (const Tensor* b = ctx.optional_input(2)) bias = expand_to<T>(what + ": input B", *b, x.dtype(), norm_shape);
       Tensor out(x.dtype(), x.shape());
-      for (int64_t o = 0; o < outer; ++o) {
-        const T* xr = x.data<T>() + o * inner;
-        T* yr = out.mutable_data<T>() + o * inner;
-        double sum = 0, sq = 0;
-        for (int64_t i = 0; i < inner; ++i) sum += static_cast<double>(xr[i]);
-        const double mean = sum / static_cast<double>(inner);
-        for (int64_t i = 0; i < inner; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
-        const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
-        for (int64_t i = 0; i < inner; ++i) {
-          const size_t si = static_cast<size_t>(i);
-          yr[i] = static_cast<T>((xr[i] - mean) * inv * scale[si] + (bias.empty() ? T(0) : bias[si]));
-        }
-        mean_t.mutable_data<float>()[o] = static_cast<float>(mean);
-        inv_t.mutable_data<float>()[o] = static_cast<float>(inv);
-      }
+      layer_norm_rows(x.data<T>(), out.mutable_data<T>(), outer, inner, scale.data(),
+                      bias.empty() ? nullptr : bias.data(), static_cast<double>(eps), mean_t.mutable_data<float>(),
+                      inv_t.mutable_data<float>());
       ctx.outputs[0] = std::move(out);
     });
     if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(mean_t);

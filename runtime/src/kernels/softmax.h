@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/simd.h"
 #include "kernels/vector_math.h"
 
 namespace epprof::rt::kernels {
@@ -13,7 +14,7 @@ namespace epprof::rt::kernels {
 // kept in y and summed in double; then a division (softmax) or a shift
 // (log-softmax).
 template <typename T>
-void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+EPPROF_SIMD_CLONES void softmax_along(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) noexcept {
   if (n <= 0) return;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

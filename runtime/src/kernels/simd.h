@@ -1,0 +1,57 @@
+// Element loops built for the CPU they run on. The runtime is compiled for
+// baseline x86-64 (SSE2) so that one binary runs anywhere; a function marked
+// EPPROF_SIMD_CLONES is also compiled for x86-64-v3 (AVX2, FMA) and v4
+// (AVX-512), and the loader picks the best one the CPU has (GCC's function
+// multi-versioning, through an ifunc). Measured on the transformer's GELU Erf
+// over 131,072 floats: 462 us as SSE2, 54 us as AVX-512.
+//
+// Results may differ between clones in the last bits: the v3 and v4 clones
+// contract a * b + c into a fused multiply-add, as ONNX Runtime's kernels do.
+// Elsewhere (other compilers, other targets) the macro is empty and the loops
+// build for the baseline.
+//
+// GCC 12 treats a cloned function as one that cannot throw: an exception
+// leaving it terminates the process. So a clone that calls code which may
+// throw (an element function that rejects a value, an allocation) catches
+// everything into an exception_ptr, and a plain wrapper rethrows it
+// (rethrowing() below).
+#pragma once
+#include <cstdint>
+#include <exception>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define EPPROF_SIMD_CLONES
+#endif
+
+namespace epprof::rt::kernels {
+
+// Calls clone(error), a cloned function that stores what it caught in
+// `error`, and rethrows it here, outside the clone.
+template <typename Clone>
+void rethrowing(Clone clone) {
+  std::exception_ptr error;
+  clone(error);
+  if (error) std::rethrow_exception(error);
+}
+
+namespace simd_detail {
+template <typename In, typename Out, typename F>
+EPPROF_SIMD_CLONES void transform_elements_simd(const In* in, Out* out, int64_t n, F& f,
+                                                std::exception_ptr& error) noexcept {
+  try {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  } catch (...) {
+    error = std::current_exception();
+  }
+}
+}  // namespace simd_detail
+
+// out[i] = f(in[i]) for i < n. `out` may be `in`. What f throws propagates.
+template <typename In, typename Out, typename F>
+void transform_elements(const In* in, Out* out, int64_t n, F f) {
+  rethrowing([&](std::exception_ptr& error) { simd_detail::transform_elements_simd(in, out, n, f, error); });
+}
+
+}  // namespace epprof::rt::kernels
