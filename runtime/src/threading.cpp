@@ -1,6 +1,7 @@
 #include "threading.h"
 
 #include "epprof/rt/blas.h"
+#include "kernels/sgemm.h"
 
 #include <fstream>
 #include <set>
@@ -81,6 +82,11 @@ namespace epprof::rt {
 std::string blas_kernels() {
   const char* name = openblas_get_corename();
   return name ? name : "";
+}
+
+std::string sgemm_kernels() {
+  const char* name = kernels::sgemm_kernel();
+  return *name ? name : "openblas";
 }
 
 }  // namespace epprof::rt

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "epprof/rt/blas.h"
 #include "epprof/rt/tensor_io.h"
 #include "support/test_util.h"
 #include "test_models.h"
@@ -685,6 +686,7 @@ TEST(RunCli, TheMetadataNamesTheBlasKernels) {
     const TraceEvent* meta = metadata(trace);
     ASSERT_NE(meta, nullptr);
     EXPECT_EQ(meta->arg("blas_kernels"), kernels);
+    EXPECT_EQ(meta->arg("sgemm_kernel"), epprof::rt::sgemm_kernels());
   }
 }
 

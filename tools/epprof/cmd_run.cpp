@@ -140,14 +140,16 @@ void print_help() {
       "that fails also ends the runs: the trace holds those before it (metadata\n"
       "\"failed\"), the failed run has no per-run trace, and the exit status is 1.\n"
       "\n"
-      "Environment: OPENBLAS_CORETYPE, when set, picks OpenBLAS's kernels (MatMul,\n"
-      "Gemm, Conv and the like run on them); unset, OpenBLAS picks by the CPU. The\n"
-      "trace's metadata \"blas_kernels\" names the set the runs used (here: %s).\n"
+      "Float MatMul, Gemm, Conv and the like run on the runtime's own gemm where the\n"
+      "CPU has AVX-512 or AVX2 with FMA (metadata \"sgemm_kernel\"; here: %s), the\n"
+      "rest on OpenBLAS. Environment: OPENBLAS_CORETYPE, when set, picks OpenBLAS's\n"
+      "kernels; unset, OpenBLAS picks by the CPU. The trace's metadata\n"
+      "\"blas_kernels\" names the set the runs used (here: %s).\n"
       "\n"
       "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
       "message names the problem), 2 for a bad command line.\n",
       rt::default_intra_op_threads(), std::max(1u, std::thread::hardware_concurrency()), counter_options_help(),
-      rt::blas_kernels().c_str());
+      rt::sgemm_kernels().c_str(), rt::blas_kernels().c_str());
 }
 
 std::string basename_no_ext(const std::string& path) {
@@ -519,7 +521,8 @@ int execute(const Options& o) {
         {"executor", o.executor == rt::ExecutorKind::Parallel ? "parallel" : "sequential"},
         {"intra_op_threads", std::to_string(session.intra_op_threads())},
         {"inter_op_threads", std::to_string(session.inter_op_threads())},
-        {"blas_kernels", rt::blas_kernels()}};
+        {"blas_kernels", rt::blas_kernels()},
+        {"sgemm_kernel", rt::sgemm_kernels()}};
     for (const auto& [key, value] : settings)
       if (epprof_status* st = epprof_profiler_set_metadata(session_profiler->profiler(), key, value.c_str()))
         epprof_status_release(st);

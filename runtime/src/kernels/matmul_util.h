@@ -1,5 +1,6 @@
 // numpy.matmul shape rules, shared by MatMul, MatMulInteger and QLinearMatMul,
-// and the row-major GEMM on OpenBLAS that MatMul and Conv share.
+// and the row-major GEMM that MatMul, Gemm and Conv share: the runtime's
+// sgemm (sgemm.h) for float where the CPU has a kernel for it, else OpenBLAS.
 #pragma once
 #include <cblas.h>
 
@@ -11,14 +12,17 @@
 #include "kernels/broadcast.h"
 #include "intra_op.h"
 #include "kernels/common.h"
+#include "kernels/sgemm.h"
 
 namespace epprof::rt::kernels {
 
-// Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C on
-// OpenBLAS (single-threaded: see blas_gemm), op() transposing when asked;
-// lda/ldb/ldc are row strides. One row or one column is a gemv: gemm would
-// pack all of B (or A) for it, which costs more than the product (a
-// [1,3264] x [3264,128] Gemm: 114 us as gemm).
+// Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C on one
+// thread (see blas_gemm), op() transposing when asked; lda/ldb/ldc are row
+// strides. Float runs on the runtime's sgemm where it has a kernel (0.55-0.75x
+// OpenBLAS's time on the models' shapes: bench/gemm_bench.cpp), the rest on
+// OpenBLAS. One row or one column is an OpenBLAS gemv: gemm would pack all of
+// B (or A) for it, which costs more than the product (a [1,3264] x
+// [3264,128] Gemm: 114 us as gemm).
 template <typename T>
 void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -44,10 +48,12 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     return gemv(CblasNoTrans, bi(m), bi(k), alpha, a, bi(lda), b, inc_b, beta, c, bi(ldc));
   }
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta, tb, bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb), beta, c, bi(ldc));
-  else
+  } else {
     cblas_dgemm(CblasRowMajor, ta, tb, bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb), beta, c, bi(ldc));
+  }
 }
 
 // Multiply-adds from which a gemm is split across the intra-op threads:
@@ -55,8 +61,9 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // (chosen, not tuned).
 constexpr int64_t kSplitGemmMacs = int64_t(1) << 20;
 // Parts of a split gemm start at multiples of this many rows or columns,
-// so that OpenBLAS's register tiles stay whole.
-constexpr int64_t kSplitGemmAlign = 16;
+// so that the register tiles stay whole (sgemm's are 8 x 32 or 6 x 16,
+// OpenBLAS's up to 16 wide).
+constexpr int64_t kSplitGemmAlign = 32;
 
 // blas_gemm_serial, split across the intra-op threads (intra_op.h) when it
 // is large: the larger of C's rows and columns into one contiguous part per

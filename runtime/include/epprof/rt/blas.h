@@ -1,5 +1,8 @@
-// The OpenBLAS kernels the runtime's gemms (MatMul, Gemm, Conv and the like)
-// run on.
+// The kernels the runtime's gemms (MatMul, Gemm, Conv and the like) run on.
+//
+// Float gemms run on the runtime's own sgemm where the CPU has AVX-512, or
+// AVX2 with FMA; the rest (other CPUs, double, matrix-vector products) on
+// OpenBLAS.
 //
 // Debian's OpenBLAS is built for every x86-64 generation and picks its kernel
 // set when it is loaded, by the CPU's features, unless OPENBLAS_CORETYPE
@@ -15,5 +18,10 @@ namespace epprof::rt {
 // The kernel set OpenBLAS runs on in this process, by OpenBLAS's name for it
 // ("Haswell", "SkylakeX", "Cooperlake", ...). Thread-safe.
 std::string blas_kernels();
+
+// The runtime's own float gemm kernel on this CPU: "avx512" or "avx2", or
+// "openblas" when the CPU has neither and OpenBLAS runs every gemm.
+// Thread-safe.
+std::string sgemm_kernels();
 
 }  // namespace epprof::rt

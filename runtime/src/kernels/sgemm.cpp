@@ -1,0 +1,278 @@
+// The runtime's single-precision GEMM (sgemm.h): Goto's blocking, as in BLIS
+// and OpenBLAS. B is packed a block of kKc x kNc at a time into panels of NR
+// columns, A a block of kMc x kKc into panels of MR rows, and a register-tile
+// micro-kernel multiplies one A panel by one B panel into an MR x NR tile of
+// C. Panels are zero-padded to whole tiles; the edge tiles of C are written
+// through masks (AVX-512) or a scratch tile (AVX2).
+#include "kernels/sgemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define EPPROF_SGEMM_X86 1
+#endif
+
+namespace epprof::rt::kernels {
+
+namespace {
+
+// A B panel of kKc x NR floats (32 KiB at NR = 32) stays in L1 while the A
+// panels stream past it; the packed A block (kMc x kKc, 96 KiB) stays in
+// L2, and the packed B block (kKc x kNc, 1 MiB) in L2 or L3.
+constexpr int64_t kKc = 256;
+constexpr int64_t kMc = 96;  // a multiple of both kernels' MR (8, 6)
+constexpr int64_t kNc = 1024;
+
+// One thread's packing buffer: 64-byte aligned, grown on demand, kept.
+class PackBuffer {
+ public:
+  PackBuffer() = default;
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  ~PackBuffer() { std::free(data_); }
+
+  float* get(int64_t floats) {
+    const size_t need = static_cast<size_t>(floats);
+    if (need > size_) {
+      const size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
+      void* p = std::aligned_alloc(64, bytes);
+      if (!p) throw std::bad_alloc();
+      std::free(data_);
+      data_ = static_cast<float*>(p);
+      size_ = need;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// C tile = alpha * (A panel x B panel) + beta * C tile, for the top-left
+// mr x nr of an MR x NR tile; with beta == 0, C is not read.
+using MicroKernel = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, int64_t mr,
+                             int64_t nr, float alpha, float beta);
+
+struct Kernel {
+  const char* name;
+  int64_t mr, nr;
+  MicroKernel micro;
+};
+
+#ifdef EPPROF_SGEMM_X86
+
+// 8 x 32: 16 zmm accumulators; per k, two B loads, eight A broadcasts and 16
+// FMAs.
+__attribute__((target("avx512f,fma"))) void micro_avx512(int64_t kc, const float* ap, const float* bp, float* c,
+                                                         int64_t ldc, int64_t mr, int64_t nr, float alpha,
+                                                         float beta) {
+  __m512 acc[8][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p, ap += 8, bp += 32) {
+    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __mmask16 m0 = nr >= 16 ? __mmask16(0xffff) : __mmask16((1u << nr) - 1);
+  const __mmask16 m1 = nr >= 32 ? __mmask16(0xffff) : nr <= 16 ? __mmask16(0) : __mmask16((1u << (nr - 16)) - 1);
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    if (r >= mr) break;
+    float* cr = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
+    if (beta != 0.0f) {
+      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
+      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    _mm512_mask_storeu_ps(cr + 16, m1, v1);
+  }
+}
+
+// 6 x 16: 12 ymm accumulators; per k, two B loads, six A broadcasts and 12
+// FMAs.
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* ap, const float* bp, float* c,
+                                                    int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
+  __m256 acc[6][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p, ap += 6, bp += 16) {
+    const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) {
+      const __m256 av = _mm256_broadcast_ss(ap + r);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  if (mr == 6 && nr == 16) {
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) {
+      float* cr = c + r * ldc;
+      __m256 v0 = _mm256_mul_ps(acc[r][0], va), v1 = _mm256_mul_ps(acc[r][1], va);
+      if (beta != 0.0f) {
+        v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), v0);
+        v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), v1);
+      }
+      _mm256_storeu_ps(cr, v0);
+      _mm256_storeu_ps(cr + 8, v1);
+    }
+    return;
+  }
+  alignas(32) float tile[6][16];
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) {
+    _mm256_store_ps(tile[r], _mm256_mul_ps(acc[r][0], va));
+    _mm256_store_ps(tile[r] + 8, _mm256_mul_ps(acc[r][1], va));
+  }
+  for (int64_t r = 0; r < mr; ++r)
+    for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = tile[r][j] + (beta != 0.0f ? beta * c[r * ldc + j] : 0.0f);
+}
+
+constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512};
+constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2};
+
+// The named kernel if this CPU runs it (libgcc's check includes the OS's
+// saving of the vector state, XGETBV), else null.
+const Kernel* runnable(const char* name) {
+  __builtin_cpu_init();
+  if (std::strcmp(name, kAvx512.name) == 0) return __builtin_cpu_supports("avx512f") ? &kAvx512 : nullptr;
+  if (std::strcmp(name, kAvx2.name) == 0)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &kAvx2 : nullptr;
+  return nullptr;
+}
+
+const Kernel* detect() {
+  const Kernel* k = runnable(kAvx512.name);
+  return k ? k : runnable(kAvx2.name);
+}
+
+#else
+
+const Kernel* runnable(const char*) { return nullptr; }
+const Kernel* detect() { return nullptr; }
+
+#endif
+
+const Kernel* kernel() {
+  static const Kernel* const k = detect();
+  return k;
+}
+
+// Rows [i0, i0 + mc) and depths [p0, p0 + kc) of op(A) into panels of mr
+// rows, depth-major within a panel; rows past m are zeros.
+void pack_a(bool trans, const float* a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            int64_t mr, float* dst) {
+  for (int64_t i = 0; i < mc; i += mr, dst += kc * mr) {
+    const int64_t rows = std::min(mr, m - i0 - i);
+    for (int64_t r = 0; r < mr; ++r) {
+      float* d = dst + r;
+      if (r >= rows) {
+        for (int64_t p = 0; p < kc; ++p) d[p * mr] = 0.0f;
+      } else if (!trans) {
+        const float* src = a + (i0 + i + r) * lda + p0;
+        for (int64_t p = 0; p < kc; ++p) d[p * mr] = src[p];
+      } else {
+        const float* src = a + p0 * lda + i0 + i + r;
+        for (int64_t p = 0; p < kc; ++p) d[p * mr] = src[p * lda];
+      }
+    }
+  }
+}
+
+// Depths [p0, p0 + kc) and columns [j0, j0 + nc) of op(B) into panels of nr
+// columns, depth-major within a panel; columns past n are zeros.
+void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            int64_t nr, float* dst) {
+  for (int64_t j = 0; j < nc; j += nr, dst += kc * nr) {
+    const int64_t cols = std::min(nr, n - j0 - j);
+    if (!trans) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = b + (p0 + p) * ldb + j0 + j;
+        float* d = dst + p * nr;
+        std::copy(src, src + cols, d);
+        std::fill(d + cols, d + nr, 0.0f);
+      }
+    } else {  // a transpose, 8 columns at a time: 8 source rows read in step, 8 floats written together
+      for (int64_t q0 = 0; q0 < nr; q0 += 8) {
+        const float* src[8];
+        for (int64_t q = 0; q < 8; ++q) src[q] = q0 + q < cols ? b + (j0 + j + q0 + q) * ldb + p0 : nullptr;
+        for (int64_t p = 0; p < kc; ++p) {
+          float* d = dst + p * nr + q0;
+          for (int64_t q = 0; q < 8; ++q) d[q] = src[q] ? src[q][p] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+thread_local PackBuffer tl_pack_a, tl_pack_b;
+
+// sgemm() on `kern`.
+void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+         int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {  // C = beta * C
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  const int64_t mr = kern->mr, nr = kern->nr;
+  const int64_t nc_max = std::min(kNc, (n + nr - 1) / nr * nr), kc_max = std::min(kKc, k);
+  const int64_t mc_max = std::min(kMc, (m + mr - 1) / mr * mr);
+  float* bp = tl_pack_b.get(kc_max * nc_max);
+  float* ap = tl_pack_a.get(kc_max * mc_max);
+  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+    const int64_t nc = std::min(kNc, n - j0), nc_padded = (nc + nr - 1) / nr * nr;
+    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+      const int64_t kc = std::min(kKc, k - p0);
+      const float beta_here = p0 == 0 ? beta : 1.0f;  // later depth blocks add onto C
+      pack_b(trans_b, b, ldb, n, p0, kc, j0, nc_padded, nr, bp);
+      for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+        const int64_t mc = std::min(kMc, m - i0), mc_padded = (mc + mr - 1) / mr * mr;
+        pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
+        for (int64_t j = 0; j < nc; j += nr)
+          for (int64_t i = 0; i < mc; i += mr)
+            kern->micro(kc, ap + i * kc, bp + j * kc, c + (i0 + i) * ldc + j0 + j, ldc, std::min(mr, mc - i),
+                        std::min(nr, nc - j), alpha, beta_here);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* sgemm_kernel() {
+  const Kernel* k = kernel();
+  return k ? k->name : "";
+}
+
+bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const Kernel* kern = kernel();
+  if (!kern) return false;
+  run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+bool sgemm_on(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const Kernel* kern = runnable(name);
+  if (!kern) return false;
+  run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+}  // namespace epprof::rt::kernels

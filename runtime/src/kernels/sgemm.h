@@ -1,0 +1,34 @@
+// The runtime's own single-precision GEMM, for the CPUs it has a kernel for
+// (x86-64 with AVX-512 or with AVX2 and FMA). OpenBLAS runs the rest.
+//
+// Why not OpenBLAS everywhere: its kernel set is chosen once per process from
+// the CPU or from OPENBLAS_CORETYPE, and a machine that pins an older set
+// (these VMs set Haswell) runs AVX2 on an AVX-512 CPU. ONNX Runtime's own
+// GEMM picks AVX-512 there; a profile of a runtime that is 2x slower in
+// every MatMul and Conv has the wrong shape. Measured side by side in
+// `epprof_bench --gemm` (bench/gemm_bench.cpp).
+#pragma once
+#include <cstdint>
+
+namespace epprof::rt::kernels {
+
+// The kernel sgemm() runs on this CPU: "avx512" (8x32 register tile),
+// "avx2" (6x16), or "" when there is none and sgemm() declines.
+const char* sgemm_kernel();
+
+// Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, op()
+// transposing when asked; lda, ldb and ldc are row strides. With beta == 0, C
+// is written without being read. Single-threaded; safe to call from several
+// threads at once (each has its own packing buffers). Returns false, having
+// done nothing, when sgemm_kernel() is "" (the caller then uses OpenBLAS).
+// Throws std::bad_alloc if its packing buffers cannot grow.
+bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// sgemm() on the named kernel ("avx512" or "avx2") instead of this CPU's
+// best, so that tests reach each kernel the CPU can run. Returns false,
+// having done nothing, when the CPU cannot run it.
+bool sgemm_on(const char* kernel, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+}  // namespace epprof::rt::kernels
