@@ -262,7 +262,7 @@ const char* sgemm_kernel() {
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const Kernel* kern = kernel();
-  if (!kern) return false;
+  if (!kern || (n < kern->nr / 2 && m > n)) return false;
   run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
