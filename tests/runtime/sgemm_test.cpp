@@ -91,7 +91,10 @@ TEST(Sgemm, MatchesADoublePrecisionProductOnEveryKernelHere) {
       {false, false, 8, 32, 16, 1.0f, 0.0f, 0},     // one whole avx512 tile
       {false, false, 6, 16, 16, 1.0f, 0.0f, 0},     // one whole avx2 tile
       {false, false, 13, 37, 29, 1.0f, 0.0f, 0},    // edge tiles both ways
-      {false, true, 32, 1024, 784, 1.0f, 0.0f, 0},  // the mlp's first Gemm
+      {false, true, 32, 1024, 784, 1.0f, 0.0f, 0},  // the mlp's first Gemm (computed as C^T = B A^T)
+      {false, true, 20, 300, 70, 0.5f, 1.5f, 3},    // the same, with beta and strides
+      {false, true, 70, 90, 33, 1.0f, 0.0f, 0},     // rows past the transposed range: the plain path
+      {false, false, 40, 30, 600, 1.0f, 2.0f, 1},   // A read in place (n within two column panels)
       {true, false, 19, 45, 300, 0.5f, 1.0f, 3},    // A^T, depth past one block (256), strides
       {true, true, 100, 70, 513, -2.0f, 0.25f, 5},  // rows past one block (96), two depth blocks and a bit
       {false, false, 7, 1100, 40, 1.0f, 1.0f, 1},   // columns past one block (1024)

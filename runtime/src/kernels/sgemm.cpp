@@ -53,32 +53,42 @@ class PackBuffer {
   size_t size_ = 0;
 };
 
-// C tile = alpha * (A panel x B panel) + beta * C tile, for the top-left
-// mr x nr of an MR x NR tile; with beta == 0, C is not read.
-using MicroKernel = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, int64_t mr,
-                             int64_t nr, float alpha, float beta);
+// C tile = alpha * (A rows x B panel) + beta * C tile, for the top-left
+// mr x nr of an MR x NR tile; with beta == 0, C is not read. The tile's MR
+// rows of A are a packed panel (element (r, p) at a[p * MR + r]; `lda`
+// unused), or, for the in-place kernels, row-major rows of A itself (at
+// a[r * lda + p]), of which those at or past mr are read from row 0, so
+// that the reads stay inside A, and their results dropped.
+using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* bp, float* c, int64_t ldc,
+                             int64_t mr, int64_t nr, float alpha, float beta);
 
 struct Kernel {
   const char* name;
   int64_t mr, nr;
-  MicroKernel micro;
+  MicroKernel packed, in_place;
 };
 
 #ifdef EPPROF_SGEMM_X86
 
 // 8 x 32: 16 zmm accumulators; per k, two B loads, eight A broadcasts and 16
 // FMAs.
-__attribute__((target("avx512f,fma"))) void micro_avx512(int64_t kc, const float* ap, const float* bp, float* c,
-                                                         int64_t ldc, int64_t mr, int64_t nr, float alpha,
-                                                         float beta) {
+template <bool InPlace>
+__attribute__((target("avx512f,fma"))) void micro_avx512(int64_t kc, const float* a, int64_t lda, const float* bp,
+                                                         float* c, int64_t ldc, int64_t mr, int64_t nr,
+                                                         float alpha, float beta) {
   __m512 acc[8][2];
+  const float* ar[8];
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p, ap += 8, bp += 32) {
+  for (int r = 0; r < 8; ++r) {
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    ar[r] = InPlace ? a + (r < mr ? r : 0) * lda : a + r;
+  }
+  constexpr int64_t kStep = InPlace ? 1 : 8;
+  for (int64_t p = 0, off = 0; p < kc; ++p, off += kStep, bp += 32) {
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[r]);
+      const __m512 av = _mm512_set1_ps(ar[r][off]);
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
     }
@@ -102,16 +112,23 @@ __attribute__((target("avx512f,fma"))) void micro_avx512(int64_t kc, const float
 
 // 6 x 16: 12 ymm accumulators; per k, two B loads, six A broadcasts and 12
 // FMAs.
-__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* ap, const float* bp, float* c,
-                                                    int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
+template <bool InPlace>
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* a, int64_t lda, const float* bp,
+                                                    float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
+                                                    float beta) {
   __m256 acc[6][2];
+  const float* ar[6];
 #pragma GCC unroll 6
-  for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p, ap += 6, bp += 16) {
+  for (int r = 0; r < 6; ++r) {
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    ar[r] = InPlace ? a + (r < mr ? r : 0) * lda : a + r;
+  }
+  constexpr int64_t kStep = InPlace ? 1 : 6;
+  for (int64_t p = 0, off = 0; p < kc; ++p, off += kStep, bp += 16) {
     const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < 6; ++r) {
-      const __m256 av = _mm256_broadcast_ss(ap + r);
+      const __m256 av = _mm256_broadcast_ss(ar[r] + off);
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
@@ -141,8 +158,8 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* ap,
     for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = tile[r][j] + (beta != 0.0f ? beta * c[r * ldc + j] : 0.0f);
 }
 
-constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512};
-constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2};
+constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512<false>, micro_avx512<true>};
+constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2<false>, micro_avx2<true>};
 
 // The named kernel if this CPU runs it (libgcc's check includes the OS's
 // saving of the vector state, XGETBV), else null.
@@ -218,7 +235,7 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
   }
 }
 
-thread_local PackBuffer tl_pack_a, tl_pack_b;
+thread_local PackBuffer tl_pack_a, tl_pack_b, tl_transposed;
 
 // sgemm() on `kern`.
 void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -233,7 +250,12 @@ void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, i
   const int64_t nc_max = std::min(kNc, (n + nr - 1) / nr * nr), kc_max = std::min(kKc, k);
   const int64_t mc_max = std::min(kMc, (m + mr - 1) / mr * mr);
   float* bp = tl_pack_b.get(kc_max * nc_max);
-  float* ap = tl_pack_a.get(kc_max * mc_max);
+  // A is packed when its panels are read many times (many column panels of
+  // B; contiguous panels stream from L2 faster than rows read in place) or
+  // when it is transposed; a row-major A against at most two column panels
+  // is read in place: packing it would cost as much as using it.
+  const bool in_place = !trans_a && n <= 2 * nr;
+  float* ap = in_place ? nullptr : tl_pack_a.get(kc_max * mc_max);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0), nc_padded = (nc + nr - 1) / nr * nr;
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {
@@ -242,14 +264,46 @@ void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, i
       pack_b(trans_b, b, ldb, n, p0, kc, j0, nc_padded, nr, bp);
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mc = std::min(kMc, m - i0), mc_padded = (mc + mr - 1) / mr * mr;
-        pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
+        if (!in_place) pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
         for (int64_t j = 0; j < nc; j += nr)
-          for (int64_t i = 0; i < mc; i += mr)
-            kern->micro(kc, ap + i * kc, bp + j * kc, c + (i0 + i) * ldc + j0 + j, ldc, std::min(mr, mc - i),
-                        std::min(nr, nc - j), alpha, beta_here);
+          for (int64_t i = 0; i < mc; i += mr) {
+            float* tile = c + (i0 + i) * ldc + j0 + j;
+            const int64_t rows = std::min(mr, mc - i), cols = std::min(nr, nc - j);
+            if (in_place)
+              kern->in_place(kc, a + (i0 + i) * lda + p0, lda, bp + j * kc, tile, ldc, rows, cols, alpha, beta_here);
+            else
+              kern->packed(kc, ap + i * kc, 0, bp + j * kc, tile, ldc, rows, cols, alpha, beta_here);
+          }
       }
     }
   }
+}
+
+// C = alpha * A * B^T + beta * C with A [m,k] row-major and B [n,k] (a Gemm
+// with transB against its weights), computed as C^T = B * A^T: B, the large
+// operand, is then read in place, row by row, instead of packed (a
+// transpose) on every call, and only A, the small one, is packed. C^T goes
+// to a scratch matrix and is transposed into C. For m within the in-place
+// range (see run), m >= nr / 2 (so that C^T's tiles are mostly columns of
+// work) and m < n.
+bool transposed_worthwhile(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n) {
+  return trans_b && !trans_a && m >= kern->nr / 2 && m <= 2 * kern->nr && m < n;
+}
+
+void run_transposed(const Kernel* kern, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  float* t = tl_transposed.get(n * m);  // C^T [n, m]
+  run(kern, false, true, n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m);
+  constexpr int64_t kBlock = 16;  // a 16 x 16 block of C^T is read while in L1
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock)
+    for (int64_t i = 0; i < m; ++i) {
+      float* cr = c + i * ldc;
+      const int64_t j1 = std::min(n, j0 + kBlock);
+      if (beta == 0.0f)
+        for (int64_t j = j0; j < j1; ++j) cr[j] = t[j * m + i];
+      else
+        for (int64_t j = j0; j < j1; ++j) cr[j] = t[j * m + i] + beta * cr[j];
+    }
 }
 
 }  // namespace
@@ -263,7 +317,10 @@ bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const Kernel* kern = kernel();
   if (!kern || (n < kern->nr / 2 && m > n)) return false;
-  run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
+    run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
 
@@ -271,7 +328,10 @@ bool sgemm_on(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const Kernel* kern = runnable(name);
   if (!kern) return false;
-  run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
+    run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
 
