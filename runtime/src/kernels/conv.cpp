@@ -13,11 +13,14 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/matmul_util.h"
+#include "kernels/sgemm.h"
 #include "intra_op.h"
 
 namespace epprof::rt::kernels {
@@ -195,6 +198,71 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   });
 }
 
+// Conv's B for sgemm_packing (float): the im2col matrix of one image's
+// group (its channels start at x), columns numbered from output row r0 on,
+// n of them, packed straight from X into sgemm's panels: the matrix is never
+// written out, then read back and packed. Each panel row is a run per output
+// row it covers: zeros, a copy (contiguous for stride 1), zeros, split where
+// the kernel column leaves the input, as in im2col_rows.
+struct Im2colPanels {
+  const float* x;
+  const Window* w;
+  int64_t r0, n;
+};
+
+void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+                        float* dst) {
+  const Im2colPanels& s = *static_cast<const Im2colPanels*>(context);
+  const Window& w = *s.w;
+  const int64_t OW = w.out[2], taps = w.k_size(), plane_taps = w.k[1] * w.k[2];
+  const int64_t end = std::min(s.n, j0 + nc);  // columns past it are padding
+  const bool unit_stride = w.s[2] == 1;
+  // Depth by depth (one input channel and tap each), the block's columns in
+  // order, the output row and panel position followed without divisions.
+  for (int64_t p = 0; p < kc; ++p) {
+    const int64_t c = (p0 + p) / taps, t = (p0 + p) % taps;
+    const int64_t kd = t / plane_taps, kh = t / w.k[2] % w.k[1], kw = t % w.k[2];
+    const float* xc = s.x + c * w.in_size();
+    const int64_t off = kw * w.d[2] - w.pb[2];
+    int64_t lo, hi;
+    taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
+    const int64_t r = s.r0 + j0 / OW;
+    int64_t ow = j0 % OW, od = r / w.out[1], oh = r % w.out[1];
+    float* panel = dst + p * nr;  // this depth's row of the current panel
+    int64_t q = 0;                // position in it
+    for (int64_t col = j0; col < end;) {
+      const int64_t len = std::min(std::min(nr - q, OW - ow), end - col);
+      const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0], ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+      float* out = panel + q;
+      const bool row_inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1];
+      if (row_inside && unit_stride && len == nr && ow >= lo && ow + len <= hi) {
+        // The common case, a whole panel row inside the input: one fixed-size copy.
+        const float* src = xc + (id * w.in[1] + ih) * w.in[2] + ow + off;
+        if (nr == 32)  // AVX-512's panels: a constant size the compiler inlines
+          std::memcpy(out, src, 32 * sizeof(float));
+        else
+          copy_floats(out, src, nr);
+      } else if (!row_inside) {
+        zero_floats(out, len);
+      } else {
+        const float* src = xc + (id * w.in[1] + ih) * w.in[2];
+        const int64_t a = std::clamp(lo, ow, ow + len), b = std::clamp(hi, a, ow + len);
+        zero_floats(out, a - ow);
+        if (w.s[2] == 1)
+          copy_floats(out + (a - ow), src + a + off, b - a);
+        else
+          for (int64_t o = a; o < b; ++o) out[o - ow] = src[o * w.s[2] + off];
+        zero_floats(out + (b - ow), ow + len - b);
+      }
+      col += len;
+      if ((q += len) == nr) q = 0, panel += kc * nr;
+      if ((ow += len) == OW && (ow = 0, ++oh == w.out[1])) oh = 0, ++od;
+    }
+    if (q > 0) zero_floats(panel + q, nr - q);  // the last panel's padding columns
+    for (panel += q > 0 ? kc * nr : 0; panel < dst + (nc / nr) * kc * nr; panel += kc * nr) zero_floats(panel, nr);
+  }
+}
+
 // Bytes of im2col columns per tile: small enough to still be in L2 when the
 // gemm reads them, large enough for the gemm to run at speed.
 constexpr int64_t kColTileBytes = 512 << 10;
@@ -214,11 +282,16 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   if (cs.P == 0 || cs.Mg == 0 || cs.K == 0) return;  // nothing to add to the bias
   const bool pointwise = is_pointwise(w);
   const int64_t rows = w.out[0] * w.out[1], OW = w.out[2];
+  // Float where the runtime's sgemm runs the product: its panels are packed
+  // from X (pack_im2col_panels), with no im2col scratch; a range's rows of an
+  // image and group are one product.
+  const bool from_x = std::is_same_v<T, float> && !pointwise && sgemm_runs(cs.Mg, OW);
   const int64_t tile_rows =
       pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
   const int64_t units = cs.N * cs.group * rows, ranges = detail::intra_op_ranges(units, kRangesPerThread);
   // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
-  const int64_t range_col = pointwise ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
+  const int64_t range_col =
+      pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
   const memory::Scratch<T> cols(static_cast<size_t>(ranges * range_col));
   detail::parallel_for_ranges(units, ranges, [&](int64_t range, int64_t begin, int64_t end) {
     T* col = cols.get() + range * range_col;
@@ -232,6 +305,17 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
       if (pointwise) {
         gemm_acc(cs.Mg, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
         continue;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        if (from_x) {
+          const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
+          // sgemm_runs(Mg, OW) holds for every product of OW columns or more.
+          if (!sgemm_packing(cs.Mg, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
+                             yg + r0 * OW, cs.P))
+            fail("Conv: the runtime's sgemm declined a " + std::to_string(cs.Mg) + " x " + std::to_string(panels.n) +
+                 " product it runs");
+          continue;
+        }
       }
       // Tiles of equal height (a last sliver would be a slow gemm of its own).
       const int64_t tiles = (r1 - r0 + tile_rows - 1) / tile_rows, height = (r1 - r0 + tiles - 1) / tiles;

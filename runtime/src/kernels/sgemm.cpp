@@ -20,10 +20,18 @@ namespace epprof::rt::kernels {
 
 namespace {
 
-// A B panel of kKc x NR floats (32 KiB at NR = 32) stays in L1 while the A
+// A B panel of kKc x NR floats (32 KiB at NR = 32; 40 KiB at most, see
+// depth_block) stays in L1 while the A
 // panels stream past it; the packed A block (kMc x kKc, 96 KiB) stays in
 // L2, and the packed B block (kKc x kNc, 1 MiB) in L2 or L3.
 constexpr int64_t kKc = 256;
+// Depth blocks are of equal size, each at most kKc * 5 / 4: a remainder
+// block of a few depths (288 = 256 + 32, a 3x3 Conv over 32 channels) costs
+// a pass over C for little work.
+constexpr int64_t depth_block(int64_t k) {
+  const int64_t blocks = (k + kKc * 5 / 4 - 1) / (kKc * 5 / 4);
+  return (k + blocks - 1) / blocks;
+}
 constexpr int64_t kMc = 96;  // a multiple of both kernels' MR (8, 6)
 constexpr int64_t kNc = 1024;
 
@@ -219,8 +227,8 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b + (p0 + p) * ldb + j0 + j;
         float* d = dst + p * nr;
-        std::copy(src, src + cols, d);
-        std::fill(d + cols, d + nr, 0.0f);
+        copy_floats(d, src, cols);
+        zero_floats(d + cols, nr - cols);
       }
     } else {  // a transpose, 8 columns at a time: 8 source rows read in step, 8 floats written together
       for (int64_t q0 = 0; q0 < nr; q0 += 8) {
@@ -237,9 +245,11 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
 
 thread_local PackBuffer tl_pack_a, tl_pack_b, tl_transposed;
 
-// sgemm() on `kern`.
+// sgemm() on `kern`, with B's panels from `packer` when it is given (then
+// b, ldb and trans_b are unused).
 void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-         int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+         int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+         const BPacker* packer = nullptr) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {  // C = beta * C
     for (int64_t i = 0; i < m; ++i)
@@ -247,7 +257,8 @@ void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, i
     return;
   }
   const int64_t mr = kern->mr, nr = kern->nr;
-  const int64_t nc_max = std::min(kNc, (n + nr - 1) / nr * nr), kc_max = std::min(kKc, k);
+  const int64_t kc_step = depth_block(k);
+  const int64_t nc_max = std::min(kNc, (n + nr - 1) / nr * nr), kc_max = std::min(kc_step, k);
   const int64_t mc_max = std::min(kMc, (m + mr - 1) / mr * mr);
   float* bp = tl_pack_b.get(kc_max * nc_max);
   // A is packed when its panels are read many times (many column panels of
@@ -258,10 +269,13 @@ void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, i
   float* ap = in_place ? nullptr : tl_pack_a.get(kc_max * mc_max);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0), nc_padded = (nc + nr - 1) / nr * nr;
-    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      const int64_t kc = std::min(kKc, k - p0);
+    for (int64_t p0 = 0; p0 < k; p0 += kc_step) {
+      const int64_t kc = std::min(kc_step, k - p0);
       const float beta_here = p0 == 0 ? beta : 1.0f;  // later depth blocks add onto C
-      pack_b(trans_b, b, ldb, n, p0, kc, j0, nc_padded, nr, bp);
+      if (packer)
+        packer->pack(packer->context, p0, kc, j0, nc_padded, nr, bp);
+      else
+        pack_b(trans_b, b, ldb, n, p0, kc, j0, nc_padded, nr, bp);
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mc = std::min(kMc, m - i0), mc_padded = (mc + mr - 1) / mr * mr;
         if (!in_place) pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
@@ -313,14 +327,26 @@ const char* sgemm_kernel() {
   return k ? k->name : "";
 }
 
+bool sgemm_runs(int64_t m, int64_t n) {
+  const Kernel* kern = kernel();
+  return kern && !(n < kern->nr / 2 && m > n);
+}
+
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!sgemm_runs(m, n)) return false;
   const Kernel* kern = kernel();
-  if (!kern || (n < kern->nr / 2 && m > n)) return false;
   if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
     run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
     run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
+                   float beta, float* c, int64_t ldc) {
+  if (!sgemm_runs(m, n)) return false;
+  run(kernel(), false, false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
   return true;
 }
 

@@ -9,6 +9,7 @@
 // `epprof_bench --gemm` (bench/gemm_bench.cpp).
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 namespace epprof::rt::kernels {
 
@@ -28,6 +29,44 @@ const char* sgemm_kernel();
 // Throws std::bad_alloc if its packing buffers cannot grow.
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// Whether sgemm() runs an m x n product here, rather than declining it.
+bool sgemm_runs(int64_t m, int64_t n);
+
+// A B that sgemm_packing() never sees whole: `pack` writes depths
+// [p0, p0 + kc) of columns [j0, j0 + nc) of B straight into sgemm's panel
+// layout at `dst`: nc / nr panels (nc is a multiple of nr), each kc rows of
+// nr floats, the columns past B's n zeros. Conv's packer reads X itself, so
+// the im2col matrix is never written out. `context` is passed through.
+struct BPacker {
+  void (*pack)(const void* context, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst);
+  const void* context;
+};
+
+// sgemm() with A row-major (not transposed) and B from a packer. Returns
+// false, having done nothing, where sgemm() would (sgemm_runs); throws
+// std::bad_alloc as sgemm() does, and what the packer throws.
+bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
+                   float beta, float* c, int64_t ldc);
+
+// dst[0, n) = src[0, n) for the short runs of packing (a row of a panel, a
+// row of an image): fixed-size copies the compiler inlines, where std::copy
+// is a memmove call that costs more than 32 floats.
+inline void copy_floats(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(float));
+  if (n - i >= 4) std::memcpy(dst + i, src + i, 4 * sizeof(float)), i += 4;
+  if (n - i >= 2) std::memcpy(dst + i, src + i, 2 * sizeof(float)), i += 2;
+  if (n - i >= 1) dst[i] = src[i];
+}
+
+// dst[0, n) = 0, as copy_floats.
+inline void zero_floats(float* dst, int64_t n) {
+  static constexpr float kZeros[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, kZeros, sizeof kZeros);
+  for (; i < n; ++i) dst[i] = 0.0f;
+}
 
 // sgemm() on the named kernel ("avx512" or "avx2") instead of this CPU's
 // best, so that tests reach each kernel the CPU can run. Returns false,
