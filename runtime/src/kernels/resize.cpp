@@ -125,6 +125,22 @@ AxisTaps axis_taps(const ResizeAttrs& a, int64_t in, int64_t out, double scale, 
 template <typename T>
 void interp_pass(const T* x, T* y, int64_t outer, int64_t in, int64_t inner, const AxisTaps& t, T extrapolation) {
   const int64_t out = static_cast<int64_t>(t.outside.size());
+  if (inner == 1) {  // the innermost axis: one sum per element, no row loops (same sums, same order)
+    for (int64_t b = 0; b < outer; ++b)
+      for (int64_t o = 0; o < out; ++o) {
+        if (t.outside[static_cast<size_t>(o)]) {
+          y[b * out + o] = extrapolation;
+          continue;
+        }
+        T acc{};
+        for (int64_t k = 0; k < t.taps; ++k) {
+          const double w = t.w[static_cast<size_t>(o * t.taps + k)];
+          if (w != 0.0) acc += static_cast<T>(w) * x[b * in + t.idx[static_cast<size_t>(o * t.taps + k)]];
+        }
+        y[b * out + o] = acc;
+      }
+    return;
+  }
   for (int64_t b = 0; b < outer; ++b)
     for (int64_t o = 0; o < out; ++o) {
       T* row = y + (b * out + o) * inner;
@@ -143,10 +159,29 @@ void interp_pass(const T* x, T* y, int64_t outer, int64_t in, int64_t inner, con
     }
 }
 
+// A nearest pass along the innermost axis (rows of one element) of `U`
+// elements: a typed gather, where a memcpy per element cost a call each
+// (2.5 ns an element on ppocr_v4_det's upsampling).
+template <typename U>
+void gather_elements(const unsigned char* x, unsigned char* y, int64_t outer, int64_t in, const AxisTaps& t,
+                     const unsigned char* fill) {
+  const int64_t out = static_cast<int64_t>(t.outside.size());
+  U fill_value;
+  std::memcpy(&fill_value, fill, sizeof fill_value);
+  for (int64_t b = 0; b < outer; ++b) {
+    U* row = reinterpret_cast<U*>(y) + b * out;  // heap buffers of U-sized elements: aligned for U
+    const U* src = reinterpret_cast<const U*>(x) + b * in;
+    for (int64_t o = 0; o < out; ++o)
+      row[o] = t.outside[static_cast<size_t>(o)] ? fill_value : src[t.idx[static_cast<size_t>(o)]];
+  }
+}
+
 // A nearest pass: copies whole rows of `inner` elements of `esize` bytes;
 // rows outside a crop region get the `fill` element.
 void gather_pass(const unsigned char* x, unsigned char* y, int64_t outer, int64_t in, int64_t inner, size_t esize,
                  const AxisTaps& t, const unsigned char* fill) {
+  if (inner == 1 && esize == 4) return gather_elements<uint32_t>(x, y, outer, in, t, fill);
+  if (inner == 1 && esize == 8) return gather_elements<uint64_t>(x, y, outer, in, t, fill);
   const int64_t out = static_cast<int64_t>(t.outside.size());
   const size_t row_bytes = static_cast<size_t>(inner) * esize;
   for (int64_t b = 0; b < outer; ++b)
@@ -166,18 +201,31 @@ template <typename Elem, typename Pass>
 void run_passes(const Elem* x, const Shape& in_shape, const Shape& out_shape, const std::vector<AxisTaps>& taps,
                 size_t esize, Elem* out, Pass pass) {
   Shape cur = in_shape;
-  std::vector<Elem> buf(x, x + shape_size(in_shape) * static_cast<int64_t>(esize)), next;
-  for (size_t a = 0; a < cur.size(); ++a) {
-    if (taps[a].identity) continue;
+  std::vector<size_t> axes;
+  for (size_t a = 0; a < cur.size(); ++a)
+    if (!taps[a].identity) axes.push_back(a);
+  if (axes.empty()) {
+    std::copy(x, x + shape_size(in_shape) * static_cast<int64_t>(esize), out);
+    return;
+  }
+  // The first pass reads X, the last writes the output, those between go
+  // through two scratch buffers (every pass writes every element).
+  std::vector<Elem> buf[2];
+  const Elem* src = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t a = axes[i];
     int64_t outer = 1, inner = 1;
     for (size_t d = 0; d < a; ++d) outer *= cur[d];
     for (size_t d = a + 1; d < cur.size(); ++d) inner *= cur[d];
-    next.assign(static_cast<size_t>(outer * out_shape[a] * inner) * esize, Elem{});
-    pass(buf.data(), next.data(), outer, cur[a], inner, taps[a]);
+    Elem* dst = out;
+    if (i + 1 < axes.size()) {
+      buf[i % 2].resize(static_cast<size_t>(outer * out_shape[a] * inner) * esize);
+      dst = buf[i % 2].data();
+    }
+    pass(src, dst, outer, cur[a], inner, taps[a]);
     cur[a] = out_shape[a];
-    buf.swap(next);
+    src = dst;
   }
-  std::copy(buf.begin(), buf.end(), out);
 }
 
 template <typename T>
