@@ -199,6 +199,22 @@ bool broadcast(const Shape& a, const Shape& b, Shape* out) {
 
 
 // Allocates output 0 with `shape`; *data is its host buffer.
+ComputeResult prepare_elementwise(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                                  int64_t* n, float** y) {
+  const Shape x = shape_of(in[0]);
+  *n = 0;
+  ComputeResult r = allocate(k, outputs, x, y);
+  if (r.kind == Kind::Ok) *n = count(x);
+  return r;
+}
+
+ComputeResult prepare_softmax(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                              SoftmaxDims* dims, int64_t* n, float** y) {
+  ComputeResult r = prepare_elementwise(k, in, outputs, n, y);
+  if (r.kind != Kind::Ok || *n == 0) return r;
+  return softmax_dims(k, shape_of(in[0]), dims);
+}
+
 ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shape& shape, float** data) {
   void* p = nullptr;
   epprof_status* st = outputs->allocate(outputs, 0, EPPROF_EP_DTYPE_FLOAT, shape.empty() ? nullptr : shape.data(),

@@ -107,6 +107,39 @@ void broadcast_strides(const Shape& s, const Shape& out, Int* strides) {
 // Allocates output 0 with `shape` through the host; *data is its buffer.
 ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shape& shape, float** data);
 
+// A node whose output has input 0's shape (the unary ops): the output,
+// allocated, and its element count *n. Not Ok when the output cannot be
+// allocated; Ok with *n == 0 when it is empty; else Ok and *y the output.
+ComputeResult prepare_elementwise(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                                  int64_t* n, float** y);
+
+// A broadcasting binary node's output, allocated, and its kernel's
+// parameters: `Params` is the device's struct of rank, n (the output's
+// element count), dims and the inputs' element strides sa and sb, in its
+// integer type. Not Ok when the node cannot run (shapes that do not
+// broadcast, a rank above kMaxBroadcastRank); Ok with p->n == 0 when the
+// output is empty; else Ok and *y the output.
+template <class Params>
+ComputeResult prepare_binary(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs, Params* p,
+                             float** y) {
+  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
+  Shape out;
+  if (!broadcast(a, b, &out)) return failed(ComputeResult::Kind::Failed, k.node + ": input shapes do not broadcast");
+  if (out.size() > static_cast<size_t>(kMaxBroadcastRank))
+    return failed(ComputeResult::Kind::Unsupported, "rank " + std::to_string(out.size()) +
+                                                        " is above the EP's limit of " +
+                                                        std::to_string(kMaxBroadcastRank));
+  *p = Params{};
+  ComputeResult r = allocate(k, outputs, out, y);
+  if (r.kind != ComputeResult::Kind::Ok) return r;
+  p->rank = static_cast<decltype(p->rank)>(out.size());
+  p->n = count(out);
+  for (size_t i = 0; i < out.size(); ++i) p->dims[i] = out[i];
+  broadcast_strides(a, out, p->sa);
+  broadcast_strides(b, out, p->sb);
+  return r;
+}
+
 // The shape work of each op, the same on every device; the plugins keep
 // only the dispatch. Each returns Ok, or why the node cannot run.
 
@@ -116,6 +149,9 @@ struct SoftmaxDims {
   int64_t outer = 1, n = 1, inner = 1;
 };
 ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out);
+// Softmax: as prepare_elementwise (*n the element count), and its rows.
+ComputeResult prepare_softmax(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
+                              SoftmaxDims* dims, int64_t* n, float** y);
 
 // MatMul with numpy semantics: a 1-D operand is promoted to a matrix (and
 // its dim dropped from the output), batch dims broadcast.

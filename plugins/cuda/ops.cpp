@@ -31,21 +31,11 @@ KernelId kernel_of(Op op) {
 }
 
 ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
-  Shape out;
-  if (!broadcast(a, b, &out)) return failed(Kind::Failed, k.node + ": input shapes do not broadcast");
-  if (out.size() > static_cast<size_t>(kMaxBroadcastRank))
-    return failed(Kind::Unsupported, "rank " + std::to_string(out.size()) + " is above the EP's limit of 6");
+  BroadcastParams p;
   float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, out, &y);
-  const int64_t n = count(out);
+  ComputeResult r = prepare_binary(k, in, outputs, &p, &y);
+  const int64_t n = p.n;
   if (r.kind != Kind::Ok || n == 0) return r;
-  BroadcastParams p{};
-  p.rank = static_cast<int64_t>(out.size());
-  p.n = n;
-  for (size_t i = 0; i < out.size(); ++i) p.dims[i] = out[i];
-  broadcast_strides(a, out, p.sa);
-  broadcast_strides(b, out, p.sb);
   float *ma = nullptr, *mb = nullptr, *my = nullptr;
   void* args[] = {&ma, &mb, &my, &p};
   if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||
@@ -56,11 +46,10 @@ ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
 }
 
 ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  const Shape x = shape_of(in[0]);
+  int64_t count = 0;
   float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, x, &y);
-  long long n = count(x);
-  if (r.kind != Kind::Ok || n == 0) return r;
+  if (ComputeResult r = prepare_elementwise(k, in, outputs, &count, &y); r.kind != Kind::Ok || count == 0) return r;
+  long long n = count;
   float *mx = nullptr, *my = nullptr;
   void* args[] = {&mx, &my, &n};
   if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.alloc(bytes_of(n), &my) || !d.launch(kernel_of(k.op), n, args) ||
@@ -70,13 +59,10 @@ ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* 
 }
 
 ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  const Shape x = shape_of(in[0]);
-  float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, x, &y);
-  const int64_t total = count(x);
-  if (r.kind != Kind::Ok || total == 0) return r;
   SoftmaxDims dims;
-  if (ComputeResult e = softmax_dims(k, x, &dims); e.kind != Kind::Ok) return e;
+  int64_t total = 0;
+  float* y = nullptr;
+  if (ComputeResult r = prepare_softmax(k, in, outputs, &dims, &total, &y); r.kind != Kind::Ok || total == 0) return r;
   long long n = dims.n, inner = dims.inner, outer = dims.outer;
   float *mx = nullptr, *my = nullptr;
   void* args[] = {&mx, &my, &outer, &n, &inner};

@@ -69,22 +69,11 @@ Program program_for(Op op) {
 namespace {
 
 ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  const Shape a = shape_of(in[0]), b = shape_of(in[1]);
-  Shape out;
-  if (!broadcast(a, b, &out))
-    return failed(Kind::Failed, k.node + ": input shapes do not broadcast");
-  if (out.size() > static_cast<size_t>(kMaxBroadcastRank))
-    return failed(Kind::Unsupported, "rank " + std::to_string(out.size()) + " is above the EP's limit of 6");
+  BroadcastParams p;
   float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, out, &y);
-  const int64_t n = count(out);
+  ComputeResult r = prepare_binary(k, in, outputs, &p, &y);
+  const int64_t n = p.n;
   if (r.kind != Kind::Ok || n == 0) return r;
-  BroadcastParams p{};
-  p.rank = static_cast<cl_long>(out.size());
-  p.n = n;
-  for (size_t i = 0; i < out.size(); ++i) p.dims[i] = out[i];
-  broadcast_strides(a, out, p.sa);
-  broadcast_strides(b, out, p.sb);
   cl_mem ma, mb, my;
   cl_kernel kern;
   const size_t global = static_cast<size_t>(n);
@@ -101,11 +90,9 @@ ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
 // bounds, ...); most ignore them.
 ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
                         cl_float a, cl_float b) {
-  const Shape x = shape_of(in[0]);
+  int64_t n = 0;
   float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, x, &y);
-  const int64_t n = count(x);
-  if (r.kind != Kind::Ok || n == 0) return r;
+  if (ComputeResult r = prepare_elementwise(k, in, outputs, &n, &y); r.kind != Kind::Ok || n == 0) return r;
   cl_long cn = n;
   cl_mem mx, my;
   cl_kernel kern;
@@ -120,13 +107,10 @@ ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* 
 }
 
 ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  const Shape x = shape_of(in[0]);
-  float* y = nullptr;
-  ComputeResult r = allocate(k, outputs, x, &y);
-  const int64_t total = count(x);
-  if (r.kind != Kind::Ok || total == 0) return r;
   SoftmaxDims dims;
-  if (ComputeResult e = softmax_dims(k, x, &dims); e.kind != Kind::Ok) return e;
+  int64_t total = 0;
+  float* y = nullptr;
+  if (ComputeResult r = prepare_softmax(k, in, outputs, &dims, &total, &y); r.kind != Kind::Ok || total == 0) return r;
   cl_long n = dims.n, inner = dims.inner, outer = dims.outer;
   cl_mem mx, my;
   cl_kernel kern;
