@@ -21,6 +21,7 @@
 #include "kernels/conv_geometry.h"
 #include "kernels/matmul_util.h"
 #include "kernels/sgemm.h"
+#include "kernels/simd.h"
 #include "intra_op.h"
 
 namespace epprof::rt::kernels {
@@ -35,19 +36,21 @@ void gemm_acc(int64_t m, int64_t n, int64_t k, const T* a, const T* b, int64_t l
   blas_gemm(false, false, m, n, k, T(1), a, k, b, ldb, T(1), c, ldc);
 }
 
-// 16 bytes of T as a GCC/Clang vector type: the compiler lowers its
-// arithmetic to the target's SIMD (SSE2 at the baseline x86-64 flags, so it
-// stays in a register) whatever its loop vectoriser decides (the tap loops
-// below accumulate across taps, which it does not vectorise).
+// 16 and 64 bytes of T as GCC/Clang vector types: the compiler lowers their
+// arithmetic to the target's SIMD (a 16-byte vector is one SSE2 register at
+// the baseline x86-64 flags) whatever its loop vectoriser decides (the tap
+// loops below accumulate across taps, which it does not vectorise).
 template <typename T>
 struct Simd;
 template <>
 struct Simd<float> {
   typedef float V __attribute__((vector_size(16)));
+  typedef float Wide __attribute__((vector_size(64)));
 };
 template <>
 struct Simd<double> {
   typedef double V __attribute__((vector_size(16)));
+  typedef double Wide __attribute__((vector_size(64)));
 };
 
 // p[0, n) = v, a vector at a time.
@@ -93,38 +96,36 @@ struct Tap {
   T w;
 };
 
-// y[o] += sum over the taps of w * x[o] for o in [0, n), accumulated in
-// registers: two vectors at a time (two independent chains), then one, then
-// scalars.
-template <typename T>
-void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) {
-  using V = typename Simd<T>::V;
+// U vectors V of y, from element i on, plus sum over the taps of w * x:
+// accumulated in registers, U independent chains.
+template <typename T, typename V, int U>
+[[gnu::always_inline]] inline void accumulate_vectors(T* y, const Tap<T>* taps, size_t ntaps, int64_t i) {
   constexpr int64_t L = sizeof(V) / sizeof(T);
+  V acc[U];
+  for (int u = 0; u < U; ++u) std::memcpy(&acc[u], y + i + u * L, sizeof(V));
+  for (size_t t = 0; t < ntaps; ++t)
+    for (int u = 0; u < U; ++u) {
+      V x;
+      std::memcpy(&x, taps[t].x + i + u * L, sizeof x);
+      acc[u] += taps[t].w * x;
+    }
+  for (int u = 0; u < U; ++u) std::memcpy(y + i + u * L, &acc[u], sizeof(V));
+}
+
+// y[o] += sum over the taps of w * x[o] for o in [0, n): two 64-byte vectors
+// at a time, then one, then two and one 16-byte vectors (the short rows of
+// small maps), then scalars. Built for AVX-512 and AVX2 too (simd.h), where
+// a 64-byte vector is one or two registers; in the baseline build, four.
+template <typename T>
+EPPROF_SIMD_CLONES void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) noexcept {
+  using V = typename Simd<T>::V;
+  using W = typename Simd<T>::Wide;
+  constexpr int64_t L = sizeof(V) / sizeof(T), LW = sizeof(W) / sizeof(T);
   int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    V a0, a1;
-    std::memcpy(&a0, y + i, sizeof a0);
-    std::memcpy(&a1, y + i + L, sizeof a1);
-    for (size_t t = 0; t < ntaps; ++t) {
-      V x0, x1;
-      std::memcpy(&x0, taps[t].x + i, sizeof x0);
-      std::memcpy(&x1, taps[t].x + i + L, sizeof x1);
-      a0 += taps[t].w * x0;
-      a1 += taps[t].w * x1;
-    }
-    std::memcpy(y + i, &a0, sizeof a0);
-    std::memcpy(y + i + L, &a1, sizeof a1);
-  }
-  for (; i + L <= n; i += L) {
-    V a0;
-    std::memcpy(&a0, y + i, sizeof a0);
-    for (size_t t = 0; t < ntaps; ++t) {
-      V x0;
-      std::memcpy(&x0, taps[t].x + i, sizeof x0);
-      a0 += taps[t].w * x0;
-    }
-    std::memcpy(y + i, &a0, sizeof a0);
-  }
+  for (; i + 2 * LW <= n; i += 2 * LW) accumulate_vectors<T, W, 2>(y, taps, ntaps, i);
+  for (; i + LW <= n; i += LW) accumulate_vectors<T, W, 1>(y, taps, ntaps, i);
+  for (; i + 2 * L <= n; i += 2 * L) accumulate_vectors<T, V, 2>(y, taps, ntaps, i);
+  for (; i + L <= n; i += L) accumulate_vectors<T, V, 1>(y, taps, ntaps, i);
   for (; i < n; ++i) {
     T acc = y[i];
     for (size_t t = 0; t < ntaps; ++t) acc += taps[t].w * taps[t].x[i];
