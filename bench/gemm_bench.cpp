@@ -42,6 +42,7 @@ const Shape kShapes[] = {
     {"cnn block 3x3 32ch (Conv)", false, 32, 1024, 288},
     {"cnn block 3x3 64ch (Conv)", false, 64, 256, 576},
     {"cnn 1x1 (Conv)", false, 64, 256, 32},
+    {"ppocr_v4_rec head (MatMul)", false, 20, 6625, 120},
     {"oww_melspectrogram filterbank (Conv)", false, 257, 8, 512},
     {"silero_vad_v5 stft (Conv)", false, 258, 3, 256},
     {"silero_vad_v5 encoder (Conv)", false, 128, 3, 387},
