@@ -21,9 +21,9 @@ namespace epprof::rt::kernels {
 namespace {
 
 // A B panel of kKc x NR floats (32 KiB at NR = 32; 40 KiB at most, see
-// depth_block) stays in L1 while the A
-// panels stream past it; the packed A block (kMc x kKc, 96 KiB) stays in
-// L2, and the packed B block (kKc x kNc, 1 MiB) in L2 or L3.
+// depth_block) stays in L1 while the A panels stream past it; the packed A
+// block (kMc x kKc, 96 KiB) stays in L2, and the packed B block
+// (kKc x kNc, 1 MiB) in L2 or L3.
 constexpr int64_t kKc = 256;
 // Depth blocks are of equal size, each at most kKc * 5 / 4: a remainder
 // block of a few depths (288 = 256 + 32, a 3x3 Conv over 32 channels) costs
@@ -320,6 +320,15 @@ void run_transposed(const Kernel* kern, int64_t m, int64_t n, int64_t k, float a
     }
 }
 
+// sgemm() on `kern`: the transposed product where it pays, else run().
+void multiply(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
+    run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace
 
 const char* sgemm_kernel() {
@@ -335,11 +344,7 @@ bool sgemm_runs(int64_t m, int64_t n) {
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (!sgemm_runs(m, n)) return false;
-  const Kernel* kern = kernel();
-  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
-    run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
-    run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  multiply(kernel(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
 
@@ -354,10 +359,7 @@ bool sgemm_on(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const Kernel* kern = runnable(name);
   if (!kern) return false;
-  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
-    run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
-    run(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  multiply(kern, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return true;
 }
 
