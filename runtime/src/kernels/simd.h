@@ -8,7 +8,9 @@
 // Results may differ between clones in the last bits: the v3 and v4 clones
 // contract a * b + c into a fused multiply-add, as ONNX Runtime's kernels do.
 // Elsewhere (other compilers, other targets) the macro is empty and the loops
-// build for the baseline.
+// build for the baseline. So it is under ThreadSanitizer: the loader runs an
+// ifunc's resolver while relocating, before TSan's runtime is up, and TSan's
+// instrumentation of the resolver then crashes the process at start.
 //
 // GCC 12 treats a cloned function as one that cannot throw: an exception
 // leaving it terminates the process. So a clone that calls code which may
@@ -19,7 +21,8 @@
 #include <cstdint>
 #include <exception>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define EPPROF_SIMD_CLONES
