@@ -6,7 +6,7 @@
 // (these VMs set Haswell) runs AVX2 on an AVX-512 CPU. ONNX Runtime's own
 // GEMM picks AVX-512 there; a profile of a runtime that is 2x slower in
 // every MatMul and Conv has the wrong shape. Measured side by side in
-// `epprof_bench --gemm` (bench/gemm_bench.cpp).
+// `epprof_gemm_bench` (bench/gemm_bench.cpp).
 #pragma once
 #include <cstdint>
 #include <cstring>
