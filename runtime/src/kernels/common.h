@@ -1,5 +1,7 @@
 // Shared helpers for CPU kernels.
 #pragma once
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +17,29 @@
 namespace epprof::rt::kernels {
 
 [[noreturn]] inline void fail(const std::string& message) { throw Error(ErrorKind::Kernel, message); }
+
+// dst[0, n) = src[0, n) for the short runs of packing and im2col (a row of
+// a panel, a row of an image): fixed-size copies the compiler inlines, where
+// std::copy is a memmove call that costs more than 32 floats.
+template <typename T>
+inline void copy_short(T* dst, const T* src, int64_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(T));
+  if (n - i >= 4) std::memcpy(dst + i, src + i, 4 * sizeof(T)), i += 4;
+  if (n - i >= 2) std::memcpy(dst + i, src + i, 2 * sizeof(T)), i += 2;
+  if (n - i >= 1) dst[i] = src[i];
+}
+
+// dst[0, n) = T{}, as copy_short.
+template <typename T>
+inline void zero_short(T* dst, int64_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  static constexpr T kZeros[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, kZeros, sizeof kZeros);
+  for (; i < n; ++i) dst[i] = T{};
+}
 
 // A kernel whose state is captured by a lambda built in the factory.
 class FnKernel final : public Kernel {

@@ -202,9 +202,8 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
 // Conv's B for sgemm_packing (float): the im2col matrix of one image's
 // group (its channels start at x), columns numbered from output row r0 on,
 // n of them, packed straight from X into sgemm's panels: the matrix is never
-// written out, then read back and packed. Each panel row is a run per output
-// row it covers: zeros, a copy (contiguous for stride 1), zeros, split where
-// the kernel column leaves the input, as in im2col_rows.
+// written out, then read back and packed. Each panel row is an im2col_run
+// per output row it covers, as im2col_rows writes them.
 struct Im2colPanels {
   const float* x;
   const Window* w;
@@ -233,34 +232,20 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
     int64_t q = 0;                // position in it
     for (int64_t col = j0; col < end;) {
       const int64_t len = std::min(std::min(nr - q, OW - ow), end - col);
-      const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0], ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+      const float* src = tap_row(xc, w, od, oh, kd, kh);
       float* out = panel + q;
-      const bool row_inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1];
-      if (row_inside && unit_stride && len == nr && ow >= lo && ow + len <= hi) {
-        // The common case, a whole panel row inside the input: one fixed-size copy.
-        const float* src = xc + (id * w.in[1] + ih) * w.in[2] + ow + off;
-        if (nr == 32)  // AVX-512's panels: a constant size the compiler inlines
-          std::memcpy(out, src, 32 * sizeof(float));
-        else
-          copy_floats(out, src, nr);
-      } else if (!row_inside) {
-        zero_floats(out, len);
-      } else {
-        const float* src = xc + (id * w.in[1] + ih) * w.in[2];
-        const int64_t a = std::clamp(lo, ow, ow + len), b = std::clamp(hi, a, ow + len);
-        zero_floats(out, a - ow);
-        if (w.s[2] == 1)
-          copy_floats(out + (a - ow), src + a + off, b - a);
-        else
-          for (int64_t o = a; o < b; ++o) out[o - ow] = src[o * w.s[2] + off];
-        zero_floats(out + (b - ow), ow + len - b);
-      }
+      if (src && unit_stride && len == 32 && ow >= lo && ow + len <= hi)
+        // The common case, a whole row of AVX-512's panels inside the input:
+        // one copy of a constant size the compiler inlines.
+        std::memcpy(out, src + ow + off, 32 * sizeof(float));
+      else
+        im2col_run(out, src, ow, ow + len, lo, hi, w.s[2], off);
       col += len;
       if ((q += len) == nr) q = 0, panel += kc * nr;
       if ((ow += len) == OW && (ow = 0, ++oh == w.out[1])) oh = 0, ++od;
     }
-    if (q > 0) zero_floats(panel + q, nr - q);  // the last panel's padding columns
-    for (panel += q > 0 ? kc * nr : 0; panel < dst + (nc / nr) * kc * nr; panel += kc * nr) zero_floats(panel, nr);
+    if (q > 0) zero_short(panel + q, nr - q);  // the last panel's padding columns
+    for (panel += q > 0 ? kc * nr : 0; panel < dst + (nc / nr) * kc * nr; panel += kc * nr) zero_short(panel, nr);
   }
 }
 

@@ -60,12 +60,39 @@ inline void taps_inside(int64_t off, int64_t stride, int64_t in, int64_t out, in
   hi = std::max(hi, lo);
 }
 
+// The input row that output row (od, oh) reads at kernel tap (kd, kh) of the
+// channel plane xc, or null where that tap falls in the padding.
+template <typename T>
+const T* tap_row(const T* xc, const Window& w, int64_t od, int64_t oh, int64_t kd, int64_t kh) {
+  const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
+  const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+  if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) return nullptr;
+  return xc + (id * w.in[1] + ih) * w.in[2];
+}
+
+// Output columns [from, to) of one im2col row into out[0, to - from):
+// column o reads src[o * stride + off] where its tap lies inside the input
+// ([lo, hi), from taps_inside), and is zero elsewhere, and everywhere when
+// src is null (a padding row). A zero run, a copy (contiguous for stride
+// 1) and a zero run.
+template <typename T>
+void im2col_run(T* out, const T* src, int64_t from, int64_t to, int64_t lo, int64_t hi, int64_t stride,
+                int64_t off) {
+  if (!src) return zero_short(out, to - from);
+  const int64_t a = std::clamp(lo, from, to), b = std::clamp(hi, a, to);
+  zero_short(out, a - from);
+  if (stride == 1)
+    copy_short(out + (a - from), src + a + off, b - a);
+  else
+    for (int64_t o = a; o < b; ++o) out[o - from] = src[o * stride + off];
+  zero_short(out + (b - from), to - b);
+}
+
 // im2col for the output rows [r0, r1), rows numbered od * out[1] + oh:
 // col[(c*K + kk) * n + (r - r0) * out[2] + ow] for `channels` channels of one
 // image (K = kernel size, n = (r1 - r0) * out[2]): the input patch under
-// every such output position, with zeros for padding. Each output row is a
-// zero run, a copy (contiguous for stride 1) and a zero run, split where the
-// kernel column leaves the input.
+// every such output position, with zeros for padding, an im2col_run per
+// output row.
 template <typename T>
 void im2col_rows(const T* x, int64_t channels, const Window& w, int64_t r0, int64_t r1, T* col) {
   const int64_t OW = w.out[2], n = (r1 - r0) * OW;
@@ -78,23 +105,9 @@ void im2col_rows(const T* x, int64_t channels, const Window& w, int64_t r0, int6
           const int64_t off = kw * w.d[2] - w.pb[2];
           int64_t lo, hi;
           taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
-          for (int64_t r = r0; r < r1; ++r) {
-            const int64_t od = r / w.out[1], oh = r % w.out[1];
-            const int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-            const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-            T* row = dst + (r - r0) * OW;
-            if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-              std::fill(row, row + OW, T{});
-              continue;
-            }
-            const T* src = xc + (id * w.in[1] + ih) * w.in[2];
-            std::fill(row, row + lo, T{});
-            if (w.s[2] == 1 && hi > lo)
-              std::copy(src + (lo + off), src + (hi + off), row + lo);
-            else if (w.s[2] != 1)
-              for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * w.s[2] + off];
-            std::fill(row + hi, row + OW, T{});
-          }
+          for (int64_t r = r0; r < r1; ++r)
+            im2col_run(dst + (r - r0) * OW, tap_row(xc, w, r / w.out[1], r % w.out[1], kd, kh), 0, OW, lo, hi,
+                       w.s[2], off);
           dst += n;
         }
   }

@@ -6,6 +6,8 @@
 // through masks (AVX-512) or a scratch tile (AVX2).
 #include "kernels/sgemm.h"
 
+#include "kernels/common.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -227,8 +229,8 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b + (p0 + p) * ldb + j0 + j;
         float* d = dst + p * nr;
-        copy_floats(d, src, cols);
-        zero_floats(d + cols, nr - cols);
+        copy_short(d, src, cols);
+        zero_short(d + cols, nr - cols);
       }
     } else {  // a transpose, 8 columns at a time: 8 source rows read in step, 8 floats written together
       for (int64_t q0 = 0; q0 < nr; q0 += 8) {

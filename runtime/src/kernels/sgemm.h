@@ -9,7 +9,6 @@
 // `epprof_gemm_bench` (bench/gemm_bench.cpp).
 #pragma once
 #include <cstdint>
-#include <cstring>
 
 namespace epprof::rt::kernels {
 
@@ -48,25 +47,6 @@ struct BPacker {
 // std::bad_alloc as sgemm() does, and what the packer throws.
 bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
                    float beta, float* c, int64_t ldc);
-
-// dst[0, n) = src[0, n) for the short runs of packing (a row of a panel, a
-// row of an image): fixed-size copies the compiler inlines, where std::copy
-// is a memmove call that costs more than 32 floats.
-inline void copy_floats(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(float));
-  if (n - i >= 4) std::memcpy(dst + i, src + i, 4 * sizeof(float)), i += 4;
-  if (n - i >= 2) std::memcpy(dst + i, src + i, 2 * sizeof(float)), i += 2;
-  if (n - i >= 1) dst[i] = src[i];
-}
-
-// dst[0, n) = 0, as copy_floats.
-inline void zero_floats(float* dst, int64_t n) {
-  static constexpr float kZeros[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, kZeros, sizeof kZeros);
-  for (; i < n; ++i) dst[i] = 0.0f;
-}
 
 // sgemm() on the named kernel ("avx512" or "avx2") instead of this CPU's
 // best, so that tests reach each kernel the CPU can run. Returns false,
