@@ -14,22 +14,58 @@ void ChromeTraceSink::open_item() {
   first_ = false;
 }
 
+namespace {
+
+// The text of an item up to its timestamp.
+void write_head(JsonWriter& w, const char* cat, std::string_view name, int64_t pid, int64_t tid) {
+  w.raw("{\"cat\":\"");
+  w.raw(cat);
+  w.raw("\",\"name\":");
+  w.string(name);
+  w.raw(",\"pid\":");
+  w.i64(pid);
+  w.raw(",\"tid\":");
+  w.i64(tid);
+  w.raw(",\"ts\":");
+}
+
+}  // namespace
+
 void ChromeTraceSink::common(const char* cat, std::string_view name, int64_t pid, int64_t tid,
                              int64_t ts_ns) {
   open_item();
-  w_.raw("{\"cat\":\"");
-  w_.raw(cat);
-  w_.raw("\",\"name\":");
-  w_.string(name);
-  w_.raw(",\"pid\":");
-  w_.i64(pid);
-  w_.raw(",\"tid\":");
-  w_.i64(tid);
-  w_.raw(",\"ts\":");
+  write_head(w_, cat, name, pid, tid);
+  ts(ts_ns);
+}
+
+void ChromeTraceSink::ts(int64_t ts_ns) {
   if (integer_)
     w_.i64(nearest_us(ts_ns));
   else
     w_.micros(ts_ns, false);
+}
+
+void ChromeTraceSink::host_head(const HostEventOut& e) {
+  // Slots by the name's address (interned names keep theirs); the entry
+  // still compares the text, so any name is written right.
+  const uint64_t key = (reinterpret_cast<uintptr_t>(e.name.data()) >> 3) ^ uint64_t(e.tid) * 0x9E3779B97F4A7C15ull ^
+                       e.category;
+  const size_t slot = size_t(key ^ key >> 29) % kHeads;
+  Head& h = heads_[slot];
+  if (!h.used || h.tid != e.tid || h.category != e.category || h.pid != e.pid || h.name != e.name) {
+    h.used = true;
+    h.name.assign(e.name);
+    h.pid = e.pid;
+    h.tid = e.tid;
+    h.category = e.category;
+    h.text.assign(",\n");
+    JsonWriter text(&h.text);
+    write_head(text, category_name(e.category), e.name, e.pid, e.tid);
+    text.flush();
+  }
+  // The first item has no separator in front.
+  w_.raw(first_ ? std::string_view(h.text).substr(2) : std::string_view(h.text));
+  first_ = false;
 }
 
 void ChromeTraceSink::dur(int64_t ts_ns, int64_t dur_ns) {
@@ -59,7 +95,8 @@ void ChromeTraceSink::json_arg_value(std::string_view text) {
 }
 
 void ChromeTraceSink::host_event(const HostEventOut& e) {
-  common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
+  host_head(e);
+  ts(e.ts_ns);
   dur(e.ts_ns, e.dur_ns);
   w_.raw(",\"ph\":\"X\",\"args\":{");
   core::ArgIterator it(e.record);

@@ -4,6 +4,7 @@
 // flows and one epprof metadata record.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -35,11 +36,29 @@ class ChromeTraceSink final : public TraceSink {
  private:
   void open_item();
   void common(const char* cat, std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns);
+  // A host event's opening text, up to its timestamp, from the head cache.
+  void host_head(const HostEventOut& e);
+  void ts(int64_t ts_ns);
   void json_arg_value(std::string_view text);
   void dur(int64_t ts_ns, int64_t dur_ns);
   // Integer µs only: a slice under 1 µs gets a "dur_ns" arg. Returns the
   // new `first` of the args object.
   bool write_exact_dur(int64_t dur_ns, bool first);
+
+  // Every host event of one (name, category, pid, tid) opens with the same
+  // text, `,\n{"cat":"Node","name":"...","pid":P,"tid":T,"ts":`: it is
+  // escaped and formatted once, then copied. Direct-mapped; a collision
+  // only rebuilds an entry. The name is compared by content, so a caller's
+  // string needs no particular lifetime.
+  struct Head {
+    std::string name;  // the key's name
+    int64_t pid = 0, tid = 0;
+    uint8_t category = 0;
+    bool used = false;
+    std::string text;  // from the ",\n" that separates it from the item before
+  };
+  static constexpr size_t kHeads = 256;
+  std::array<Head, kHeads> heads_;
 
   JsonWriter w_;
   bool integer_;

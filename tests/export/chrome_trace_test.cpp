@@ -1,12 +1,20 @@
-// The Chrome trace sink's integer microseconds (the default of `epprof run`,
-// as ONNX Runtime writes them): both ends of a slice round to the nearest
-// µs, so nesting survives and totals stay unbiased, and no slice with a
-// length is written with none.
+// The Chrome trace sink: its integer microseconds (the default of `epprof
+// run`, as ONNX Runtime writes them): both ends of a slice round to the
+// nearest µs, so nesting survives and totals stay unbiased, and no slice
+// with a length is written with none; and its cache of host events'
+// opening text, which must never give an event another's name or thread.
 #include <gtest/gtest.h>
+#include <simdjson.h>
+#include <stdio.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "core/record.h"
+#include "epprof/event.h"
 #include "export/chrome_trace.h"
 #include "export/integer_us.h"
 
@@ -59,6 +67,98 @@ TEST(ChromeTraceInteger, TotalsStayUnbiased) {
     written_us += integer_slice(ts, dur).dur;
   }
   EXPECT_NEAR(double(written_us) * 1000 / double(true_ns), 1.0, 0.002);
+}
+
+struct Written {
+  std::string name, cat;
+  int64_t tid;
+  uint64_t correlation_id;
+};
+
+// The host events `events` as the sink writes them, parsed back.
+std::vector<Written> write_and_parse(const std::vector<HostEventOut>& events) {
+  FILE* f = tmpfile();
+  EXPECT_NE(f, nullptr);
+  {
+    ChromeTraceSink sink(fileno(f), false);
+    for (const HostEventOut& e : events) sink.host_event(e);
+    std::string error;
+    EXPECT_TRUE(sink.finish(&error)) << error;
+  }
+  std::string text;
+  rewind(f);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  fclose(f);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  EXPECT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS) << text.substr(0, 400);
+  std::vector<Written> out;
+  simdjson::dom::array items;
+  if (doc.get_array().get(items) != simdjson::SUCCESS) return out;
+  for (simdjson::dom::element item : items) {
+    Written w;
+    w.name = std::string(std::string_view(item["name"]));
+    w.cat = std::string(std::string_view(item["cat"]));
+    w.tid = int64_t(item["tid"]);
+    w.correlation_id = std::stoull(std::string(std::string_view(item["args"]["correlation_id"])));
+    out.push_back(w);
+  }
+  return out;
+}
+
+TEST(ChromeTraceSink, EveryHostEventKeepsItsOwnNameCategoryAndThread) {
+  // More (name, thread, category) keys than the cache has slots, each seen
+  // several times in a shuffled order, and a name buffer whose text changes
+  // in place (same address, same length): each event is written as given.
+  const core::Record rec{};
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back("node_" + std::to_string(i) + "_kernel_time");
+  names.push_back("needs \"escaping\"\n");
+  std::vector<HostEventOut> events;
+  uint64_t id = 1;
+  for (int round = 0; round < 3; ++round)
+    for (const std::string& n : names)
+      for (int64_t tid : {7, 8, 9, 100000})
+        for (uint8_t cat : {uint8_t(EPPROF_CATEGORY_NODE), uint8_t(EPPROF_CATEGORY_SESSION)})
+          events.push_back({cat, n, 42, tid, int64_t(id) * 1000, 500, id, &rec}), ++id;
+  std::shuffle(events.begin(), events.end(), std::mt19937_64(3));
+  std::string reused = "aaaa";
+  std::vector<std::string> reused_texts;
+  for (const char* t : {"aaaa", "bbbb", "aaaa"}) {
+    reused.assign(t);
+    reused_texts.push_back(reused);
+  }
+  const std::vector<Written> first = write_and_parse(events);
+  ASSERT_EQ(first.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(first[i].name, std::string(events[i].name)) << i;
+    EXPECT_EQ(first[i].cat, category_name(events[i].category)) << i;
+    EXPECT_EQ(first[i].tid, events[i].tid) << i;
+    EXPECT_EQ(first[i].correlation_id, events[i].correlation_id) << i;
+  }
+
+  // One buffer, rewritten between events: its address and length never change.
+  FILE* f = tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    ChromeTraceSink sink(fileno(f), false);
+    uint64_t n = 1;
+    for (const std::string& t : reused_texts) {
+      reused.assign(t);
+      sink.host_event({EPPROF_CATEGORY_NODE, reused, 42, 7, 1000, 10, n++, &rec});
+    }
+    ASSERT_TRUE(sink.finish(nullptr));
+  }
+  std::string text;
+  rewind(f);
+  char buf[4096];
+  for (size_t k; (k = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, k);
+  fclose(f);
+  const size_t a = text.find("\"aaaa\""), b = text.find("\"bbbb\""), c = text.rfind("\"aaaa\"");
+  EXPECT_NE(b, std::string::npos) << text;
+  EXPECT_LT(a, b) << text;
+  EXPECT_LT(b, c) << text;
 }
 
 }  // namespace
