@@ -22,14 +22,13 @@ class Merger {
   const Record* next(uint32_t* stream, bool* stable = nullptr);
 
  private:
-  // A run's head with its sort key inline: (ts, ~dur, rank), where rank is
-  // the run index (a deterministic order between runs), or kDone once the
+  // A leaf's head as its sort key: (ts, ~dur, rank), where rank is the leaf
+  // index (a deterministic order between runs), with kDoneBit set once the
   // run is exhausted, so that it sorts after every real entry.
-  struct Node {
+  struct Key {
     uint64_t ts;
     uint64_t inv_dur;
     uint32_t rank;
-    uint32_t leaf;  // index into leaves_
   };
   struct Leaf {
     const IndexEntry* cur;
@@ -37,16 +36,20 @@ class Merger {
     RunCursor* run;
     uint32_t stream;
   };
-  static constexpr uint32_t kDone = UINT32_MAX;
+  static constexpr uint32_t kDoneBit = 0x80000000u;
 
-  Node head(uint32_t leaf) const;
+  Key head(uint32_t leaf) const;
+  // Whether leaf a's head comes before leaf b's; without branches, since
+  // which stream wins is as good as random.
+  bool before(uint32_t a, uint32_t b) const;
   void advance_winner();
 
   std::vector<std::unique_ptr<RunCursor>> runs_;
   std::vector<Leaf> leaves_;
-  // Tournament (loser) tree over leaves_ padded to a power of two: tree_[0]
-  // is the overall winner, tree_[1..size) the loser of each match.
-  std::vector<Node> tree_;
+  std::vector<Key> keys_;  // per leaf, padded to a power of two
+  // Tournament (loser) tree of leaf indices: tree_[0] is the overall
+  // winner, tree_[1..size) the loser of each match.
+  std::vector<uint32_t> tree_;
   bool pending_ = false;  // the winner is advanced on the next call
 };
 
