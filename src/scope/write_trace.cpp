@@ -109,10 +109,8 @@ class EndOrder {
       if (stable) {
         e.rec = r;
       } else {  // a spilled run's buffer: keep a copy
-        const size_t bytes = (size_t(r->arg_slots) + 1) * core::kSlotBytes;
-        e.copy.reset(new unsigned char[bytes]);
-        std::memcpy(e.copy.get(), r, bytes);
-        e.rec = reinterpret_cast<const core::Record*>(e.copy.get());
+        e.copy = keep_copy(*r);
+        e.rec = reinterpret_cast<const core::Record*>(copies_[e.copy].data());
       }
       open_.push_back(std::move(e));
       std::push_heap(open_.begin(), open_.end(), later);
@@ -128,11 +126,12 @@ class EndOrder {
   }
 
  private:
+  static constexpr uint32_t kNoCopy = UINT32_MAX;
   struct Pending {
     int64_t ts = 0, dur = 0, tid = 0;
     uint64_t seq = 0;  // read order
     const core::Record* rec = nullptr;
-    std::unique_ptr<unsigned char[]> copy;  // rec's bytes, when the merger's could move
+    uint32_t copy = kNoCopy;  // copies_[copy] holds rec's bytes, when the merger's could move
     int64_t end() const { return ts + dur; }
   };
   // Heap order: the top is the host event to write first.
@@ -140,6 +139,24 @@ class EndOrder {
     if (a.end() != b.end()) return a.end() > b.end();
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.seq < b.seq;
+  }
+
+  // A copy of a spilled record, in a buffer of copies_ that a written event
+  // gave back: a stop that reads back millions of spilled events allocates
+  // only as many buffers as events are ever open at once.
+  uint32_t keep_copy(const core::Record& r) {
+    uint32_t i;
+    if (!free_copies_.empty()) {
+      i = free_copies_.back();
+      free_copies_.pop_back();
+    } else {
+      i = uint32_t(copies_.size());
+      copies_.emplace_back();
+    }
+    const size_t bytes = (size_t(r.arg_slots) + 1) * core::kSlotBytes;
+    copies_[i].resize(bytes);  // within its capacity, once buffers are reused
+    std::memcpy(copies_[i].data(), &r, bytes);
+    return i;
   }
 
   static std::string_view name_of(const core::Record& r) {
@@ -186,6 +203,7 @@ class EndOrder {
       } else {
         std::pop_heap(open_.begin(), open_.end(), later);
         write_host(open_.back());
+        if (open_.back().copy != kNoCopy) free_copies_.push_back(open_.back().copy);
         open_.pop_back();
       }
     }
@@ -250,6 +268,9 @@ class EndOrder {
   std::vector<exporter::ExtraArg> with_memory_;  // a node's annotations and mem_* args
 
   std::vector<Pending> open_;  // a heap (later): host events read, not yet written
+  // Moving a buffer's vector (copies_ growing) keeps its data where it is.
+  std::vector<std::vector<unsigned char>> copies_;
+  std::vector<uint32_t> free_copies_;
   std::vector<uint32_t> device_order_;  // device events by end
   size_t next_device_ = 0;
   size_t next_memory_ = 0;  // into device_.memory

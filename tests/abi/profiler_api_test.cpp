@@ -611,4 +611,53 @@ TEST(ProfilerTrace, DropsPastTheDiskBudgetAreCountedInTheTraceAndWarnedOnce) {
   EXPECT_EQ(dropped, std::to_string(stats.dropped_events));
 }
 
+// Spilled events come back from disk with their args, and an event that
+// stays open while thousands of spilled ones are read back and written
+// (each waits in the end-order heap as a copy) keeps its own.
+TEST(ProfilerTrace, SpilledEventsKeepTheirArgsAndEndOrder) {
+  TempDir dir;
+  std::string path = dir.file("spilled.json");
+  auto c = config_for(path);
+  c.memory_budget_bytes = 1 << 20;
+  c.disk_budget_bytes = 256 << 20;
+  epprof_profiler_t p;
+  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
+  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const epprof_name_id outer = name_id("outer"), inner = name_id("inner"), key = name_id("i");
+  constexpr int64_t kOuter = 20, kInner = 2'000;  // 40,000 inner events: several MB of records
+  for (int64_t o = 0; o < kOuter; ++o) {
+    const uint64_t oid = epprof_correlation_id_next();
+    EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_SESSION, outer, oid));
+    for (int64_t i = 0; i < kInner; ++i) {
+      const uint64_t id = epprof_correlation_id_next();
+      EPPROF_ASSERT_OK(epprof_event_begin(p, EPPROF_CATEGORY_NODE, inner, id));
+      epprof_arg a{key, EPPROF_ARG_INT64, {}};
+      a.value.i64 = o * kInner + i;
+      EPPROF_ASSERT_OK(epprof_event_end(p, id, &a, 1));
+    }
+    epprof_arg a{key, EPPROF_ARG_INT64, {}};
+    a.value.i64 = -1 - o;
+    EPPROF_ASSERT_OK(epprof_event_end(p, oid, &a, 1));
+  }
+  epprof_trace_stats stats{};
+  stats.size = sizeof stats;
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, &stats));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  EXPECT_GT(stats.spilled_bytes, 0u) << "the test must spill to test read-back";
+  EXPECT_EQ(stats.dropped_events, 0u);
+  int64_t next_inner = 0, next_outer = -1;
+  for (const TraceEvent& e : read_trace(path)) {
+    if (e.name == "inner") {
+      ASSERT_EQ(e.arg("i"), std::to_string(next_inner)) << "inner events in end order, each with its arg";
+      ++next_inner;
+    } else if (e.name == "outer") {
+      ASSERT_EQ(next_inner % kInner, 0) << "an outer event ends after its inner ones";
+      ASSERT_EQ(e.arg("i"), std::to_string(next_outer)) << "outer events keep their args";
+      --next_outer;
+    }
+  }
+  EXPECT_EQ(next_inner, kOuter * kInner);
+  EXPECT_EQ(next_outer, -1 - kOuter);
+}
+
 }  // namespace
