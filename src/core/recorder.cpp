@@ -95,23 +95,19 @@ sort:
   std::stable_sort(out, out + n, key_less);
 }
 
-// `n` entries of uninitialised memory whose pages are populated in the one
-// mmap call (MAP_POPULATE), for an index that finish() fills at once: no
-// page fault per page (a 1M-event index is 2,000 pages). The first access to
-// each page still traps on a shadow-paging VM (see touch_pages); finish()
-// pays that on its own thread.
+// The index of `n` entries that finish() fills at once: memory whose pages
+// are already mapped, from the slab pool (a finished recorder's slabs, an
+// earlier stop's index) when it holds a piece large enough, else a fresh
+// mapping populated in its one mmap call (MAP_POPULATE): no page fault per
+// page (a 1M-event index is 2,000 pages). On a shadow-paging VM the first
+// access to each fresh page still traps (see touch_pages), which the
+// pool's pages have paid already. The index goes back to the pool.
 struct IndexMapping {
-  void operator()(IndexEntry* p) const { munmap(p, bytes); }
+  void operator()(IndexEntry* p) const;
   size_t bytes = 0;
 };
 using IndexArray = std::unique_ptr<IndexEntry[], IndexMapping>;
-
-IndexArray map_index(size_t n) {
-  const size_t bytes = n * sizeof(IndexEntry);
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (base == MAP_FAILED) throw std::bad_alloc();
-  return IndexArray(static_cast<IndexEntry*>(base), IndexMapping{bytes});
-}
+IndexArray map_index(size_t n);
 
 class MemoryRun final : public RunCursor {
  public:
@@ -253,6 +249,18 @@ class SlabPool {
     bytes_ -= slab.second;
     return slab;
   }
+  // The smallest ready slab of at least `bytes`, or {nullptr, 0}.
+  std::pair<void*, size_t> take_at_least(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t best = slabs_.size();
+    for (size_t i = 0; i < slabs_.size(); ++i)
+      if (slabs_[i].second >= bytes && (best == slabs_.size() || slabs_[i].second < slabs_[best].second)) best = i;
+    if (best == slabs_.size()) return {nullptr, 0};
+    auto slab = slabs_[best];
+    slabs_.erase(slabs_.begin() + long(best));
+    bytes_ -= slab.second;
+    return slab;
+  }
   void give(void* base, size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -310,6 +318,20 @@ class SlabPool {
 SlabPool& slab_pool() {
   static SlabPool* pool = new SlabPool();  // never destroyed: recorders may outlive static destruction
   return *pool;
+}
+
+void IndexMapping::operator()(IndexEntry* p) const { slab_pool().give(p, bytes); }
+
+IndexArray map_index(size_t n) {
+  // Whole chunks, so that a recorder can carve the piece into chunks later.
+  const size_t bytes = (n * sizeof(IndexEntry) + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+  auto [base, size] = slab_pool().take_at_least(bytes);
+  if (!base) {
+    base = map_slab(bytes);
+    if (!base) throw std::bad_alloc();
+    size = bytes;
+  }
+  return IndexArray(static_cast<IndexEntry*>(base), IndexMapping{size});
 }
 
 }  // namespace
