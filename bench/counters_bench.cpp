@@ -31,7 +31,7 @@ void run_dispatches(benchmark::State& state, const char* device, std::vector<con
   epprof_counter_config_t config{0};
   check(epprof_counter_config_create(device, names.data(), names.size(), &config), "config");
   size_t n = 0;
-  check(epprof_counter_config_get_num_counters(config, &n), "num_counters");
+  check(epprof_counter_config_counter_count(config, &n), "num_counters");
   epprof_counting_context_t ctx{0};
   check(epprof_counting_context_create(config, &ctx), "context");
   std::vector<epprof_counter_value> values(n);

@@ -136,7 +136,7 @@ typedef struct epprof_counter_config_t {
  *   MULTIPASS         created, *out is set and must be destroyed, but the
  *                     set needs more than one pass on this device (the
  *                     message gives the count); see
- *                     epprof_counter_config_get_num_passes.
+ *                     epprof_counter_config_pass_count.
  *   INVALID_ARGUMENT  NULL device or out, NULL names with num_names > 0,
  *                     num_names == 0, a NULL name, a name given twice, or an
  *                     unknown name: the message names it and the closest
@@ -161,7 +161,7 @@ EPPROF_API epprof_status* epprof_counter_config_destroy(epprof_counter_config_t 
 /* The number of counters in the configuration, inputs brought in by ratios
  * included: the length of the value array a context fills. NOT_FOUND,
  * INVALID_ARGUMENT for NULL `out`. Thread-safe. */
-EPPROF_API epprof_status* epprof_counter_config_get_num_counters(epprof_counter_config_t config,
+EPPROF_API epprof_status* epprof_counter_config_counter_count(epprof_counter_config_t config,
                                                                  size_t* out);
 
 /* Describes counter `index` of the configuration and the pass that counts
@@ -174,6 +174,16 @@ EPPROF_API epprof_status* epprof_counter_config_get_counter(epprof_counter_confi
 
 /* The number of passes the configuration needs (>= 1). NOT_FOUND,
  * INVALID_ARGUMENT for NULL `out`. Thread-safe. */
+EPPROF_API epprof_status* epprof_counter_config_pass_count(epprof_counter_config_t config,
+                                                               uint32_t* out);
+
+/* Deprecated: the spellings of epprof_counter_config_counter_count and
+ * epprof_counter_config_pass_count from before counts had one naming rule
+ * (epprof/epprof.h). They behave exactly as those do, and stay exported so
+ * that binaries built against 0.1 keep loading; new code uses the new
+ * names. */
+EPPROF_API epprof_status* epprof_counter_config_get_num_counters(epprof_counter_config_t config,
+                                                                 size_t* out);
 EPPROF_API epprof_status* epprof_counter_config_get_num_passes(epprof_counter_config_t config,
                                                                uint32_t* out);
 

@@ -102,7 +102,7 @@ typedef struct epprof_host_api {
   epprof_status* (*event_get_name)(const epprof_event* event, const char** out);
   epprof_status* (*event_get_timing)(const epprof_event* event, int64_t* ts_ns, int64_t* dur_ns);
   epprof_status* (*event_get_correlation_id)(const epprof_event* event, uint64_t* out);
-  epprof_status* (*event_get_arg_count)(const epprof_event* event, size_t* out);
+  epprof_status* (*event_arg_count)(const epprof_event* event, size_t* out);
   /* The index-th arg; INVALID_ARGUMENT when index >= the arg count. */
   epprof_status* (*event_get_arg)(const epprof_event* event, size_t index, const char** key,
                                   const char** value);

@@ -420,7 +420,7 @@ typedef struct epprof_event_block {
   uint64_t opaque[8];
 } epprof_event_block;
 
-/* Opens `block` on the calling thread's track of `profiler`: `count`
+/* Opens `block` on the calling thread's track of `profiler`: `num_descs`
  * events, the i-th with correlation id first_correlation_id + i (a block
  * from epprof_correlation_id_block), category `category`, and the name and
  * args of descs[i]. For a host that records the same events again and
@@ -432,7 +432,7 @@ typedef struct epprof_event_block {
  * record other events of the profiler meanwhile, and open other blocks.
  * On the zero (disabled) handle it opens a disabled block, whose calls do
  * nothing and return NULL. Returns NULL; INVALID_ARGUMENT for NULL block
- * or descs, count 0 or above 2^32 - 2, an unknown category,
+ * or descs, num_descs 0 or above 2^32 - 2, an unknown category,
  * first_correlation_id 0 or a block of ids that would pass 2^64, or,
  * naming the index, a desc whose name is not interned or whose args are
  * not an arg set; NOT_FOUND for a stale handle; FAILED_PRECONDITION when
@@ -441,7 +441,7 @@ typedef struct epprof_event_block {
  * epprof_event_begin / _end). After an error the block is not open, but
  * for INVALID_ARGUMENT on a block that is open already, which stays open. */
 EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, epprof_category category,
-                                                  uint64_t first_correlation_id, size_t count,
+                                                  uint64_t first_correlation_id, size_t num_descs,
                                                   const epprof_event_desc* descs, epprof_event_block* block);
 
 /* Begins event `index` of an open block, on the thread that opened it. A

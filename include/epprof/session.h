@@ -99,17 +99,17 @@ typedef enum epprof_buffer_policy {
 } epprof_buffer_policy;
 
 /* Receives records on the session's delivery thread (a library thread, one
- * per session): `records[0..count)` are borrowed until return, in the order
- * they were accepted per producer thread; `dropped` is the number of records
- * the DISCARD policy dropped since the previous call. Called when the
- * buffer reaches its watermark, on flush, and on stop (possibly with
- * count == 0 to report drops). It may block (LOSSLESS producers then wait)
+ * per session): `records[0..num_records)` are borrowed until return, in the
+ * order they were accepted per producer thread; `dropped` is the number of
+ * records the DISCARD policy dropped since the previous call. Called when
+ * the buffer reaches its watermark, on flush, and on stop (possibly with
+ * num_records == 0 to report drops). It may block (LOSSLESS producers then wait)
  * and may call epprof functions, except flush, stop and destroy of its own
  * session (they return FAILED_PRECONDITION there). A returned status is
  * logged and counted in callback_errors, then released by epprof; a C++
  * exception thrown from it is caught, logged and counted the same way. */
 typedef epprof_status* (*epprof_session_callback_fn)(void* user_data, epprof_session_t session,
-                                                     const epprof_record* records, size_t count,
+                                                     const epprof_record* records, size_t num_records,
                                                      uint64_t dropped);
 
 /* What a host knows about a dispatch, passed to the dispatch callback.
@@ -148,7 +148,7 @@ typedef epprof_status* (*epprof_dispatch_callback_fn)(void* user_data, epprof_se
  * session's buffer to its callback instead. */
 typedef epprof_status* (*epprof_counter_record_fn)(void* user_data, epprof_session_t session,
                                                    const epprof_dispatch_info* info,
-                                                   const epprof_record* records, size_t count);
+                                                   const epprof_record* records, size_t num_records);
 
 /* Filled by the caller: `size` = sizeof(epprof_session_config); epprof reads
  * only the fields that size covers. Zero fields take their defaults. Every

@@ -243,8 +243,8 @@ void SessionObserver::node_begin(const NodeInfo& info) {
     if (it == ts.contexts.end()) {
       Context c;
       epprof_status* st = epprof_counting_context_create(reqs[i].config, &c.ctx);
-      if (!st) st = epprof_counter_config_get_num_counters(reqs[i].config, &c.num_counters);
-      if (!st) st = epprof_counter_config_get_num_passes(reqs[i].config, &c.passes);
+      if (!st) st = epprof_counter_config_counter_count(reqs[i].config, &c.num_counters);
+      if (!st) st = epprof_counter_config_pass_count(reqs[i].config, &c.passes);
       for (size_t k = 0; !st && k < c.num_counters; ++k) {
         epprof_counter_info ci{};
         ci.size = sizeof ci;

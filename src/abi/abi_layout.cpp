@@ -38,7 +38,7 @@ EPPROF_PIN(epprof_host_api, event_get_category, 64);
 EPPROF_PIN(epprof_host_api, event_get_name, 72);
 EPPROF_PIN(epprof_host_api, event_get_timing, 80);
 EPPROF_PIN(epprof_host_api, event_get_correlation_id, 88);
-EPPROF_PIN(epprof_host_api, event_get_arg_count, 96);
+EPPROF_PIN(epprof_host_api, event_arg_count, 96);
 EPPROF_PIN(epprof_host_api, event_get_arg, 104);
 EPPROF_PIN(epprof_host_api, event_find_arg, 112);
 EPPROF_PIN(epprof_host_api, sink_append, 120);

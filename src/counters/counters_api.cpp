@@ -240,9 +240,9 @@ EPPROF_API epprof_status* epprof_counter_config_destroy(epprof_counter_config_t 
   EPPROF_API_END
 }
 
-EPPROF_API epprof_status* epprof_counter_config_get_num_counters(epprof_counter_config_t config, size_t* out) {
+EPPROF_API epprof_status* epprof_counter_config_counter_count(epprof_counter_config_t config, size_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_get_num_counters";
+  const char* fn = "epprof_counter_config_counter_count";
   auto c = config_get(config);
   if (!c) return stale_config(fn);
   if (!out) return null_argument(fn, "out");
@@ -269,15 +269,24 @@ EPPROF_API epprof_status* epprof_counter_config_get_counter(epprof_counter_confi
   EPPROF_API_END
 }
 
-EPPROF_API epprof_status* epprof_counter_config_get_num_passes(epprof_counter_config_t config, uint32_t* out) {
+EPPROF_API epprof_status* epprof_counter_config_pass_count(epprof_counter_config_t config, uint32_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_get_num_passes";
+  const char* fn = "epprof_counter_config_pass_count";
   auto c = config_get(config);
   if (!c) return stale_config(fn);
   if (!out) return null_argument(fn, "out");
   *out = c->plan.num_passes;
   return nullptr;
   EPPROF_API_END
+}
+
+// The deprecated spellings (counters.h).
+EPPROF_API epprof_status* epprof_counter_config_get_num_counters(epprof_counter_config_t config, size_t* out) {
+  return epprof_counter_config_counter_count(config, out);
+}
+
+EPPROF_API epprof_status* epprof_counter_config_get_num_passes(epprof_counter_config_t config, uint32_t* out) {
+  return epprof_counter_config_pass_count(config, out);
 }
 
 EPPROF_API epprof_status* epprof_counter_config_get_pass(epprof_counter_config_t config, uint32_t pass,

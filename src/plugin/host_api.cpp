@@ -116,9 +116,9 @@ epprof_status* event_get_correlation_id(const epprof_event* event, uint64_t* out
   return nullptr;
 }
 
-epprof_status* event_get_arg_count(const epprof_event* event, size_t* out) {
-  EPPROF_CHECK_EVENT("event_get_arg_count");
-  if (!out) return null_argument("event_get_arg_count", "out");
+epprof_status* event_arg_count(const epprof_event* event, size_t* out) {
+  EPPROF_CHECK_EVENT("event_arg_count");
+  if (!out) return null_argument("event_arg_count", "out");
   *out = arg_count(event);
   return nullptr;
 }
@@ -212,7 +212,7 @@ const epprof_host_api kHostApi = {
     &event_get_name,
     &event_get_timing,
     &event_get_correlation_id,
-    &event_get_arg_count,
+    &event_arg_count,
     &event_get_arg,
     &event_find_arg,
     &sink_append,

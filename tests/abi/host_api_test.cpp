@@ -51,7 +51,7 @@ TEST(HostApi, CreateAndReadBack) {
   EXPECT_EQ(dur, 50);
   EPPROF_EXPECT_OK(api()->event_get_correlation_id(e, &id));
   EXPECT_EQ(id, 7u);
-  EPPROF_EXPECT_OK(api()->event_get_arg_count(e, &n));
+  EPPROF_EXPECT_OK(api()->event_arg_count(e, &n));
   EXPECT_EQ(n, 2u);
   EPPROF_EXPECT_OK(api()->event_get_arg(e, 1, &k, &v));
   EXPECT_STREQ(k, "grid");

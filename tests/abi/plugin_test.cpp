@@ -99,7 +99,7 @@ epprof_status* fake_stop_event(epprof_ep_profiler* self, uint64_t id, const eppr
   EXPECT_EQ(ev_id, id);
   p->stack.pop_back();
   size_t n = 0;
-  EXPECT_EQ(host()->event_get_arg_count(ev, &n), nullptr);
+  EXPECT_EQ(host()->event_arg_count(ev, &n), nullptr);
   for (size_t i = 0; i < n; ++i) {
     const char *k = nullptr, *v = nullptr;
     EXPECT_EQ(host()->event_get_arg(ev, i, &k, &v), nullptr);

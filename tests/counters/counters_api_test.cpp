@@ -69,7 +69,7 @@ St create(const char* device, std::vector<const char*> names, Config* out) {
 
 size_t num_counters(epprof_counter_config_t c) {
   size_t n = 0;
-  EXPECT_OK(epprof_counter_config_get_num_counters(c, &n));
+  EXPECT_OK(epprof_counter_config_counter_count(c, &n));
   return n;
 }
 
@@ -283,6 +283,27 @@ TEST(CounterConfig, CreateErrorCases) {
   EXPECT_EQ(c.handle.handle, 0u) << "a failed create must leave *out alone";
 }
 
+// The spellings from before counts had one naming rule stay exported for
+// binaries built against 0.1, and answer as the new ones do.
+TEST(CounterConfig, DeprecatedCountSpellingsAnswerAsTheNewOnes) {
+  Config c;
+  ASSERT_EQ(create("cpu", {"task-clock", "page-faults"}, &c).code, EPPROF_OK);
+  size_t n_old = 0, n_new = 0;
+  uint32_t p_old = 0, p_new = 0;
+  ASSERT_OK(epprof_counter_config_get_num_counters(c.handle, &n_old));
+  ASSERT_OK(epprof_counter_config_counter_count(c.handle, &n_new));
+  ASSERT_OK(epprof_counter_config_get_num_passes(c.handle, &p_old));
+  ASSERT_OK(epprof_counter_config_pass_count(c.handle, &p_new));
+  EXPECT_EQ(n_old, 2u);
+  EXPECT_EQ(n_old, n_new);
+  EXPECT_EQ(p_old, p_new);
+  EXPECT_EQ(take(epprof_counter_config_get_num_counters(c.handle, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  const epprof_counter_config_t stale = c.handle;
+  ASSERT_OK(epprof_counter_config_destroy(c.handle));
+  c.handle.handle = 0;
+  EXPECT_EQ(take(epprof_counter_config_get_num_passes(stale, &p_old)).code, EPPROF_NOT_FOUND);
+}
+
 TEST(CounterConfig, QueriesAndStaleHandles) {
   Config c;
   ASSERT_EQ(create("cpu", {"task-clock", "page-faults", "duration_ns"}, &c).code, EPPROF_OK);
@@ -290,7 +311,7 @@ TEST(CounterConfig, QueriesAndStaleHandles) {
   EXPECT_EQ(counter_name(c.handle, 0), "task-clock");
   EXPECT_EQ(counter_name(c.handle, 2), "duration_ns");
   uint32_t passes = 0, pass = 99;
-  ASSERT_OK(epprof_counter_config_get_num_passes(c.handle, &passes));
+  ASSERT_OK(epprof_counter_config_pass_count(c.handle, &passes));
   EXPECT_EQ(passes, 1u);
   ASSERT_OK(epprof_counter_config_get_counter(c.handle, 1, nullptr, &pass));
   EXPECT_EQ(pass, 0u);
@@ -301,9 +322,9 @@ TEST(CounterConfig, QueriesAndStaleHandles) {
   EXPECT_EQ(one[0], 0u);
 
   size_t n = 0;
-  EXPECT_EQ(take(epprof_counter_config_get_num_counters(c.handle, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_counter_config_counter_count(c.handle, nullptr)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_counter_config_get_counter(c.handle, 3, nullptr, nullptr)).code, EPPROF_INVALID_ARGUMENT);
-  EXPECT_EQ(take(epprof_counter_config_get_num_passes(c.handle, nullptr)).code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(take(epprof_counter_config_pass_count(c.handle, nullptr)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_counter_config_get_pass(c.handle, 1, nullptr, 0, &count)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_counter_config_get_pass(c.handle, 0, nullptr, 4, &count)).code, EPPROF_INVALID_ARGUMENT);
   EXPECT_EQ(take(epprof_counter_config_get_pass(c.handle, 0, nullptr, 0, nullptr)).code, EPPROF_INVALID_ARGUMENT);
@@ -312,9 +333,9 @@ TEST(CounterConfig, QueriesAndStaleHandles) {
   ASSERT_OK(epprof_counter_config_destroy(c.handle));
   c.handle.handle = 0;
   EXPECT_EQ(take(epprof_counter_config_destroy(stale)).code, EPPROF_NOT_FOUND);
-  EXPECT_EQ(take(epprof_counter_config_get_num_counters(stale, &n)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_counter_config_counter_count(stale, &n)).code, EPPROF_NOT_FOUND);
   EXPECT_EQ(take(epprof_counter_config_get_counter(stale, 0, nullptr, nullptr)).code, EPPROF_NOT_FOUND);
-  EXPECT_EQ(take(epprof_counter_config_get_num_passes(stale, &passes)).code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(take(epprof_counter_config_pass_count(stale, &passes)).code, EPPROF_NOT_FOUND);
   EXPECT_EQ(take(epprof_counter_config_get_pass(stale, 0, nullptr, 0, &count)).code, EPPROF_NOT_FOUND);
   epprof_counting_context_t ctx{0};
   EXPECT_EQ(take(epprof_counting_context_create(stale, &ctx)).code, EPPROF_NOT_FOUND);
@@ -372,7 +393,7 @@ TEST_F(FakePmu, SixProgrammableEventsNeedTwoPasses) {
   ASSERT_NE(c.handle.handle, 0u) << "MULTIPASS still creates the configuration";
   EXPECT_NE(st.message.find("2 passes"), std::string::npos) << st.message;
   uint32_t passes = 0;
-  ASSERT_OK(epprof_counter_config_get_num_passes(c.handle, &passes));
+  ASSERT_OK(epprof_counter_config_pass_count(c.handle, &passes));
   EXPECT_EQ(passes, 2u);
   EXPECT_EQ(pass_indices(c.handle, 0), (std::vector<size_t>{0, 1, 2, 3}));
   EXPECT_EQ(pass_indices(c.handle, 1), (std::vector<size_t>{4, 5}));
@@ -386,7 +407,7 @@ TEST_F(FakePmu, FixedCountersTakeNoSlot) {
                  &c);
   ASSERT_EQ(st.code, EPPROF_OK) << st.message;
   uint32_t passes = 0;
-  ASSERT_OK(epprof_counter_config_get_num_passes(c.handle, &passes));
+  ASSERT_OK(epprof_counter_config_pass_count(c.handle, &passes));
   EXPECT_EQ(passes, 1u);
   Config nine;
   st = create("fake-pmu",
@@ -394,7 +415,7 @@ TEST_F(FakePmu, FixedCountersTakeNoSlot) {
                "l1d-load-misses", "llc-loads", "llc-load-misses", "dtlb-load-misses", "cycles"},
               &nine);
   ASSERT_EQ(st.code, EPPROF_MULTIPASS) << st.message;
-  ASSERT_OK(epprof_counter_config_get_num_passes(nine.handle, &passes));
+  ASSERT_OK(epprof_counter_config_pass_count(nine.handle, &passes));
   EXPECT_EQ(passes, 3u);
   EXPECT_EQ(pass_indices(nine.handle, 0), (std::vector<size_t>{0, 1, 2, 3, 9}));
   EXPECT_EQ(pass_indices(nine.handle, 1), (std::vector<size_t>{4, 5, 6, 7}));

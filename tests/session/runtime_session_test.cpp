@@ -60,7 +60,7 @@ struct Config {
     epprof_status* st = epprof_counter_config_create(device, names.data(), names.size(), &handle);
     const auto r = take(st);
     EXPECT_TRUE(r.code == EPPROF_OK || r.code == EPPROF_MULTIPASS) << r.message;
-    epprof_status_release(epprof_counter_config_get_num_passes(handle, &passes));
+    epprof_status_release(epprof_counter_config_pass_count(handle, &passes));
   }
   ~Config() { epprof_status_release(epprof_counter_config_destroy(handle)); }
 };

@@ -152,8 +152,8 @@ int check(const std::string& device, const std::string& list_text, bool json) {
   uint32_t passes = 0;
   size_t total = 0;
   int rc = kExitOk;
-  if ((st = epprof_counter_config_get_num_passes(config, &passes)) ||
-      (st = epprof_counter_config_get_num_counters(config, &total))) {
+  if ((st = epprof_counter_config_pass_count(config, &passes)) ||
+      (st = epprof_counter_config_counter_count(config, &total))) {
     rc = fail(st);
   } else {
     if (json)

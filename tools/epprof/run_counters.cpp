@@ -119,9 +119,9 @@ RunCounters::RunCounters(const CounterOptions& o, epprof_profiler_t trace_profil
   if (st && epprof_status_get_code(st) != EPPROF_MULTIPASS)
     throw rt::Error(rt::ErrorKind::BadInput, "--counters: " + take_message(st));
   epprof_status_release(st);
-  epprof_status_release(epprof_counter_config_get_num_passes(m.config, &m.passes));
+  epprof_status_release(epprof_counter_config_pass_count(m.config, &m.passes));
   size_t count = 0;
-  epprof_status_release(epprof_counter_config_get_num_counters(m.config, &count));
+  epprof_status_release(epprof_counter_config_counter_count(m.config, &count));
   for (size_t i = 0; i < count; ++i) {
     epprof_counter_info info{};
     info.size = sizeof info;
