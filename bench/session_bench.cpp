@@ -55,6 +55,7 @@ Result run_once(uint64_t per_thread, size_t batch, epprof_name_id name) {
   Sink sink;
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.callback = &on_records;
   cfg.callback_user_data = &sink;
   cfg.buffer_policy = EPPROF_BUFFER_LOSSLESS;
@@ -68,6 +69,7 @@ Result run_once(uint64_t per_thread, size_t batch, epprof_name_id name) {
     producers.emplace_back([&, t] {
       std::vector<epprof_record> rs(batch);
       for (auto& r : rs) {
+        r.size = sizeof r;
         r.kind = EPPROF_RECORD_HOST_EVENT;
         r.category = EPPROF_CATEGORY_NODE;
         r.name = name;

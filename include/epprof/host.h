@@ -38,13 +38,17 @@ EPPROF_API int epprof_session_any_active(void);
  * Static storage, valid for the life of the process. */
 EPPROF_API const uint32_t* epprof_session_active_word(void);
 
-/* Offers `records[0..num_records)` (copied) to every active session; each keeps
- * those its filters accept. A batch should hold one dispatch's records
- * (its NODE event first), so that the dispatch range keeps or drops them
+/* Offers `records[0..num_records)` (copied) to every active session; each
+ * keeps those its filters accept. The array's stride is records[0].size
+ * (set it to sizeof(epprof_record) on every record); every record must
+ * carry the same size. A batch should hold one dispatch's records (its
+ * NODE event first), so that the dispatch range keeps or drops them
  * together. With LOSSLESS sessions the call may wait for buffer space.
  * No allocation. Returns NULL; INVALID_ARGUMENT for NULL records with
- * num_records > 0 or an unknown kind (nothing is offered then). With no session
- * active it returns NULL at once, checking nothing. */
+ * num_records > 0, a size below EPPROF_RECORD_MIN_SIZE or unlike the
+ * first record's, or an unknown kind (nothing is offered then; the message
+ * names the record). With no session active it returns NULL at once,
+ * checking nothing. */
 EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size_t num_records);
 
 /* ---- The dispatch counting service ---- */
@@ -71,8 +75,8 @@ EPPROF_API epprof_status* epprof_session_query_dispatch(const epprof_dispatch_in
 /* After the dispatch: hands the COUNTER records of `session`'s request
  * (filtered by its counter names) to its counter_record_callback, or to its
  * buffer when it has none. NOT_FOUND for a stale session (e.g. destroyed
- * during the dispatch); INVALID_ARGUMENT for NULL info, or NULL records
- * with num_records > 0. */
+ * during the dispatch); INVALID_ARGUMENT for NULL info, NULL records
+ * with num_records > 0, or record sizes as for epprof_session_emit. */
 EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t session,
                                                           const epprof_dispatch_info* info,
                                                           const epprof_record* records,

@@ -50,12 +50,21 @@ typedef enum epprof_record_kind {
 /* node_index of a record that belongs to no graph node. */
 #define EPPROF_RECORD_NO_NODE UINT32_C(0xFFFFFFFF)
 
-/* One record: 96 bytes, fixed size, no pointers (names are interned ids,
- * resolved with epprof_name()), so a batch is one contiguous array.
- * Fields a record kind does not use are 0 (node_index: NO_NODE). */
+/* One record: no pointers (names are interned ids, resolved with
+ * epprof_name()), so a batch is one contiguous array. Fields a record kind
+ * does not use are 0 (node_index: NO_NODE).
+ *
+ * Growable. `size` is the sizeof(epprof_record) its writer was built with,
+ * and an array of records has that stride. A host sets it on every record
+ * it emits; epprof reads only the fields it covers (fields added later
+ * count as 0). A tool receives records with the stride it asked for
+ * (epprof_session_config.record_size), and each record's `size` says how
+ * many of its bytes epprof filled: fields past it are 0. */
 typedef struct epprof_record {
+  uint32_t size;              /* sizeof(epprof_record) of the writer; at least EPPROF_RECORD_MIN_SIZE */
   uint32_t kind;              /* an epprof_record_kind */
   uint32_t category;          /* an epprof_category (COUNTER for counter records) */
+  uint32_t node_index;        /* graph node index, or EPPROF_RECORD_NO_NODE */
   uint64_t correlation_id;    /* the host event / dispatch it belongs to; 0 if none */
   int64_t ts_ns;              /* start, host clock (epprof_clock_now_ns) */
   int64_t dur_ns;             /* duration; for COUNTER the dispatch's first execution */
@@ -64,14 +73,21 @@ typedef struct epprof_record {
   epprof_name_id op_type;     /* node op type ("Conv"), or 0 */
   epprof_name_id ep;          /* execution provider ("CPUExecutionProvider"), or 0 */
   epprof_name_id kernel;      /* kernel name, or 0 */
-  uint32_t node_index;        /* graph node index, or EPPROF_RECORD_NO_NODE */
-  uint64_t run_id;            /* the host's run ordinal (1, 2, ...), or 0 */
   uint32_t tid;               /* thread that produced it */
+  uint64_t run_id;            /* the host's run ordinal (1, 2, ...), or 0 */
   uint32_t counter_flags;     /* COUNTER: EPPROF_COUNTER_VALUE_* bits (counters.h) */
+  uint32_t reserved;          /* 0 */
   double value;               /* COUNTER: the value (exact for integers below 2^53) */
   uint64_t time_enabled_ns;   /* COUNTER: time the counter was enabled */
   uint64_t time_running_ns;   /* COUNTER: time it counted (< enabled when multiplexed) */
 } epprof_record;
+
+/* The size of the first growable layout (the one above, 104 bytes): the
+ * least a record's `size` or a session's record_size may be. (Before it,
+ * epprof 0.1's records were 96 bytes with no size field: a tool or host
+ * built against that header must be rebuilt, and libepprof's soname moved
+ * from .so.0 to .so.1 so that such a binary does not load this library.) */
+#define EPPROF_RECORD_MIN_SIZE 104u
 
 /* ---- Sessions ---- */
 
@@ -201,6 +217,14 @@ typedef struct epprof_session_config {
   void* dispatch_user_data;
   epprof_counter_record_fn counter_record_callback; /* NULL: counters go to the buffer */
   void* counter_record_user_data;
+
+  /* -- records -- */
+  /* sizeof(epprof_record) as the tool was built: the callbacks receive
+   * records with this stride (see epprof_record). Required: a config whose
+   * size does not reach this field comes from epprof 0.1's header, whose
+   * records had another layout, and is refused. At least
+   * EPPROF_RECORD_MIN_SIZE. */
+  size_t record_size;
 } epprof_session_config;
 
 /* A session's life: CREATED → ACTIVE ⇄ STOPPED → (destroyed). */
@@ -217,7 +241,7 @@ typedef struct epprof_session_stats {
   uint64_t records_delivered; /* handed to the callback (and to the trace) */
   uint64_t records_dropped;   /* DISCARD: buffer full; every one is reported to the callback */
   uint64_t records_filtered;  /* offered while active, rejected by the filters */
-  uint64_t bytes_delivered;   /* records_delivered * sizeof(epprof_record) */
+  uint64_t bytes_delivered;   /* records_delivered * the session's record_size */
   uint64_t records_buffered;  /* accepted, not yet delivered */
   uint64_t callback_calls;    /* invocations of the session callback */
   uint64_t callback_errors;   /* statuses returned and exceptions thrown by any callback */
@@ -228,7 +252,9 @@ typedef struct epprof_session_stats {
 
 /* Creates a session (CREATED: collects nothing yet) and its delivery
  * thread. Returns:
- *   INVALID_ARGUMENT  NULL config or out; config->size too small; unknown
+ *   INVALID_ARGUMENT  NULL config or out; config->size too small (a
+ *                     config without record_size: epprof 0.1's header);
+ *                     record_size below EPPROF_RECORD_MIN_SIZE; unknown
  *                     replay mode or buffer policy; neither callback nor
  *                     trace_path; watermark above the capacity; a NULL entry
  *                     in a name list (named), an invalid regular expression

@@ -148,6 +148,7 @@ namespace {
 
 epprof_record host_record(uint64_t corr, epprof_name_id name, int64_t ts, int64_t dur, uint64_t run_id) {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_HOST_EVENT;
   r.category = EPPROF_CATEGORY_SESSION;
   r.correlation_id = corr;
@@ -328,6 +329,7 @@ void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
   }
   Dispatch& t = *top;
   epprof_record node{};
+  node.size = sizeof node;
   node.kind = EPPROF_RECORD_HOST_EVENT;
   node.category = EPPROF_CATEGORY_NODE;
   node.correlation_id = info.correlation_id;
@@ -432,6 +434,7 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
       for (size_t k = 0; k < src.values.size(); ++k) {
         const epprof_counter_value& v = src.values[k];
         epprof_record c{};
+        c.size = sizeof c;
         c.kind = EPPROF_RECORD_COUNTER;
         c.category = EPPROF_CATEGORY_COUNTER;
         c.correlation_id = info.correlation_id;

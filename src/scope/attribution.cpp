@@ -48,6 +48,7 @@ const exporter::Attribution* Attribution::of(const epprof_event& e) {
 
 epprof_record session_record(const epprof_event& e, const core::NodeIdentity* node, uint32_t ep, int64_t t0) {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_DEVICE_EVENT;
   r.category = uint32_t(e.category);
   r.correlation_id = e.correlation_id;

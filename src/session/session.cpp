@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -154,6 +156,7 @@ void Session::offer_counters(const epprof_record* records, size_t count) noexcep
 
 bool Session::admits_dispatch(const epprof_dispatch_info& info) noexcept {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_HOST_EVENT;
   r.category = EPPROF_CATEGORY_NODE;
   r.node = info.node_name_id;
@@ -217,11 +220,33 @@ void Session::drain(bool all) {
   }
 }
 
+void read_records(const void* records, size_t stride, size_t n, std::vector<epprof_record>* out) {
+  out->assign(n, epprof_record{});
+  const size_t k = std::min(stride, sizeof(epprof_record));
+  for (size_t i = 0; i < n; ++i) std::memcpy(&(*out)[i], static_cast<const unsigned char*>(records) + i * stride, k);
+  for (epprof_record& r : *out) r.size = uint32_t(sizeof(epprof_record));
+}
+
+void write_records(const epprof_record* records, size_t n, size_t stride, std::vector<unsigned char>* out) {
+  out->assign(n * stride, 0);
+  const size_t k = std::min(stride, sizeof(epprof_record));
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char* p = out->data() + i * stride;
+    std::memcpy(p, &records[i], k);
+    const uint32_t size = uint32_t(k);
+    std::memcpy(p + offsetof(epprof_record, size), &size, sizeof size);
+  }
+}
+
 void Session::deliver(const epprof_record* records, size_t count, uint64_t dropped) {
   if (trace_ && count) write_to_trace(records, count);
   delivered_.fetch_add(count, std::memory_order_relaxed);
   if (!settings_.callback) return;
   callback_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (settings_.record_size != sizeof(epprof_record) && count) {
+    write_records(records, count, settings_.record_size, &strided_);
+    records = reinterpret_cast<const epprof_record*>(strided_.data());
+  }
   try {
     epprof_session_t self{handle()};
     if (epprof_status* st = settings_.callback(settings_.callback_user_data, self, records, count, dropped)) {
@@ -322,7 +347,7 @@ void Session::stats(epprof_session_stats& out) const {
   out.records_delivered = delivered;
   out.records_dropped = dropped_total_.load(std::memory_order_relaxed);
   out.records_filtered = filtered_.load(std::memory_order_relaxed);
-  out.bytes_delivered = delivered * sizeof(epprof_record);
+  out.bytes_delivered = delivered * settings_.record_size;
   const uint64_t tail = tail_.load(std::memory_order_acquire), head = head_.load(std::memory_order_acquire);
   out.records_buffered = tail > head ? tail - head : 0;
   out.callback_calls = callback_calls_.load(std::memory_order_relaxed);

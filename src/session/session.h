@@ -23,7 +23,15 @@ struct ThreadStream;
 
 namespace epprof::session {
 
-static_assert(sizeof(epprof_record) == 96, "epprof_record is 96 bytes");
+static_assert(sizeof(epprof_record) == EPPROF_RECORD_MIN_SIZE, "the first growable layout");
+
+// Records in another stride than this library's sizeof(epprof_record).
+// `records` in, `stride` bytes apart, each `size` saying what it covers:
+// read as this library's layout (what a record does not cover is 0).
+void read_records(const void* records, size_t stride, size_t n, std::vector<epprof_record>* out);
+// This library's records out, `stride` bytes apart: each holds what fits
+// (its `size` says how much), the rest 0. Fills `out` (n * stride bytes).
+void write_records(const epprof_record* records, size_t n, size_t stride, std::vector<unsigned char>* out);
 
 struct Filters {
   uint32_t categories = 0;
@@ -53,6 +61,7 @@ struct SessionSettings {
   void* dispatch_user_data = nullptr;
   epprof_counter_record_fn counter_record_callback = nullptr;
   void* counter_record_user_data = nullptr;
+  size_t record_size = sizeof(epprof_record);  // the tool's: the callbacks' stride
 };
 
 class Session {
@@ -140,6 +149,7 @@ class Session {
   uint64_t flush_requested_ = 0, flush_done_ = 0;
   bool quit_ = false;
   std::vector<epprof_record> batch_;
+  std::vector<unsigned char> strided_;  // batch_ in the tool's record_size, when it differs
   std::atomic<uint64_t> delivered_{0}, callback_calls_{0};
 
   // Trace (delivery thread only, then write_trace after the join).

@@ -146,6 +146,53 @@ void guarded(Session& s, const char* what, F&& call) noexcept {
   }
 }
 
+// A host's records, stride records[0].size, checked and seen in this
+// library's layout: the caller's array itself when the strides match (no
+// copy on the hot path), else a per-thread copy.
+class Records {
+ public:
+  Records(const epprof_record* records, size_t n) : records_(records), n_(n) {}
+
+  // NULL, or INVALID_ARGUMENT naming the first record with a bad size or
+  // an unknown kind. A size past kMaxRecordSize is no record's: an unset
+  // or garbage field, which must not become a stride to read by.
+  epprof_status* check(const char* fn) {
+    static constexpr uint32_t kMaxRecordSize = 4096;
+    if (n_ == 0) return nullptr;
+    const uint32_t stride = records_[0].size;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(records_);
+    for (size_t i = 0; i < n_; ++i) {
+      epprof_record head;  // size and kind lead every layout
+      std::memcpy(&head, bytes + i * stride, offsetof(epprof_record, category));
+      if (__builtin_expect(head.size != stride || stride < EPPROF_RECORD_MIN_SIZE || stride > kMaxRecordSize, 0))
+        return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+          return std::string(fn) + ": records[" + std::to_string(i) + "].size is " + std::to_string(head.size) +
+                 (i                     ? " but records[0].size is " + std::to_string(stride)
+                  : stride > kMaxRecordSize ? ", not a record's size"
+                                            : ", below EPPROF_RECORD_MIN_SIZE (" +
+                                                  std::to_string(EPPROF_RECORD_MIN_SIZE) + ")") +
+                 "; set every record's size to sizeof(epprof_record)";
+        });
+      if (__builtin_expect(head.kind > EPPROF_RECORD_COUNTER, 0))
+        return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
+          return std::string(fn) + ": records[" + std::to_string(i) + "] has unknown kind " +
+                 std::to_string(head.kind);
+        });
+    }
+    if (stride != sizeof(epprof_record)) {
+      thread_local std::vector<epprof_record> copy;
+      read_records(records_, stride, n_, &copy);
+      records_ = copy.data();
+    }
+    return nullptr;
+  }
+  const epprof_record* data() const { return records_; }
+
+ private:
+  const epprof_record* records_;
+  size_t n_;
+};
+
 }  // namespace
 // Sessions receive every profiler scope's device records when it ends.
 const scope::DeviceRecordSubscriber kDeviceRecords{
@@ -172,8 +219,19 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
   if (config->size < kMinSize)
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": config->size (" + std::to_string(config->size) +
                                                     ") is too small; set it to sizeof(epprof_session_config)");
+  constexpr size_t kRecordSizeEnd = offsetof(epprof_session_config, record_size) + sizeof(size_t);
+  if (config->size < kRecordSizeEnd)
+    return make_status(EPPROF_INVALID_ARGUMENT,
+                       std::string(fn) + ": config->size (" + std::to_string(config->size) +
+                           ") has no record_size: the tool was built against epprof 0.1's epprof/session.h, "
+                           "whose records had another layout; rebuild it against this one");
   epprof_session_config c{};
   std::memcpy(&c, config, std::min(config->size, sizeof c));
+  if (c.record_size < EPPROF_RECORD_MIN_SIZE)
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": record_size (" + std::to_string(c.record_size) +
+                                                    ") is below EPPROF_RECORD_MIN_SIZE (" +
+                                                    std::to_string(EPPROF_RECORD_MIN_SIZE) +
+                                                    "); set it to sizeof(epprof_record)");
   if (c.replay_mode > EPPROF_REPLAY_USER)
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown replay_mode " + std::to_string(c.replay_mode));
   if (c.buffer_policy > EPPROF_BUFFER_DISCARD)
@@ -204,6 +262,7 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
   st.dispatch_user_data = c.dispatch_user_data;
   st.counter_record_callback = c.counter_record_callback;
   st.counter_record_user_data = c.counter_record_user_data;
+  st.record_size = c.record_size;
 
   es::Filters f;
   f.categories = c.categories;
@@ -363,18 +422,14 @@ EPPROF_API epprof_status* epprof_session_emit(const epprof_record* records, size
   if (__atomic_load_n(&es::g_active_count, __ATOMIC_RELAXED) == 0) return nullptr;
   if (count == 0) return nullptr;
   if (!records) return null_argument("epprof_session_emit", "records");
-  for (size_t i = 0; i < count; ++i)
-    if (__builtin_expect(records[i].kind > EPPROF_RECORD_COUNTER, 0))
-      return epprof::base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
-        return "epprof_session_emit: records[" + std::to_string(i) + "] has unknown kind " +
-               std::to_string(records[i].kind);
-      });
+  es::Records in(records, count);
+  if (epprof_status* st = in.check("epprof_session_emit")) return st;
   uint64_t mask = es::g_active_mask.load(std::memory_order_acquire);
   while (mask) {
     const uint32_t i = uint32_t(__builtin_ctzll(mask));
     mask &= mask - 1;
     es::Pin pin(i, 0);
-    if (es::Session* s = pin.get()) s->offer(records, count);
+    if (es::Session* s = pin.get()) s->offer(in.data(), count);
   }
   return nullptr;
 }
@@ -422,6 +477,9 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
   const char* fn = "epprof_session_deliver_counters";
   if (!info) return null_argument(fn, "info");
   if (count && !records) return null_argument(fn, "records");
+  es::Records in(records, count);
+  if (epprof_status* st = in.check(fn)) return st;
+  records = in.data();
   if (session.handle == 0) return es::not_found(fn);
   es::Pin pin(es::slot_of(session.handle), session.handle);
   es::Session* s = pin.get();
@@ -437,13 +495,20 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
   if (s->settings().counter_record_callback) {
     // The counter-name filter applies to the callback path too.
     epprof_record kept[64];
+    thread_local std::vector<unsigned char> strided;
+    const size_t stride = s->settings().record_size;
     size_t n = 0;
     for (size_t i = 0; i < count; ++i) {
       if (s->filters().accepts(records[i])) kept[n++] = records[i];
       if (n == 64 || (i + 1 == count && n)) {
+        const epprof_record* out = kept;
+        if (stride != sizeof(epprof_record)) {
+          es::write_records(kept, n, stride, &strided);
+          out = reinterpret_cast<const epprof_record*>(strided.data());
+        }
         es::guarded(*s, "counter record callback", [&] {
           return s->settings().counter_record_callback(s->settings().counter_record_user_data, session, &norm,
-                                                       kept, n);
+                                                       out, n);
         });
         n = 0;
       }

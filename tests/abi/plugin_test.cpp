@@ -472,6 +472,7 @@ TEST(FakePluginProfiling, ActiveSessionsReceiveTheDeviceEventsWithTheirAttributi
   std::vector<epprof_record> got;
   epprof_session_config sc{};
   sc.size = sizeof sc;
+  sc.record_size = sizeof(epprof_record);
   sc.callback = collect_records;
   sc.callback_user_data = &got;
   sc.record_kinds = 1u << EPPROF_RECORD_DEVICE_EVENT;

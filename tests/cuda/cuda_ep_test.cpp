@@ -252,6 +252,7 @@ TEST_P(CudaTrace, EveryDeviceRecordIsAttributedInsideItsNode) {
     if (c.replay) {
       epprof_session_config cfg{};
       cfg.size = sizeof cfg;
+      cfg.record_size = sizeof(epprof_record);
       cfg.replay_mode = EPPROF_REPLAY_KERNEL;
       cfg.callback = [](void*, epprof_session_t, const epprof_record*, size_t, uint64_t) -> epprof_status* {
         return nullptr;

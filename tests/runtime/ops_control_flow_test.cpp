@@ -463,6 +463,7 @@ TEST(OpsControlFlow, SessionCountersAttributeSubgraphNodes) {
   ASSERT_EQ(epprof_counter_config_create("cpu", names, 2, &log.config), nullptr);
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.replay_mode = EPPROF_REPLAY_NONE;
   cfg.callback = [](void*, epprof_session_t, const epprof_record*, size_t, uint64_t) -> epprof_status* {
     return nullptr;

@@ -104,6 +104,7 @@ struct Session {
   Session(Tool& tool, epprof_replay_mode mode) {
     epprof_session_config cfg{};
     cfg.size = sizeof cfg;
+    cfg.record_size = sizeof(epprof_record);
     cfg.replay_mode = mode;
     cfg.callback = [](void*, epprof_session_t, const epprof_record*, size_t, uint64_t) -> epprof_status* {
       return nullptr;
@@ -352,6 +353,7 @@ TEST_F(RuntimeSessions, SessionStartedAfterWarmupSeesOnlyLaterRuns) {
   model.run(in);  // run 2
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.callback = &Nodes::cb;
   cfg.callback_user_data = &got;
   epprof_session_t s{};

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -329,6 +331,7 @@ TEST(SessionApi, CallbackErrorsAndExceptionsAreCountedNotPropagated) {
       &log);
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.callback = &Flaky::cb;
   cfg.callback_user_data = &flaky;
   ScopedSession s(cfg);
@@ -364,6 +367,7 @@ TEST(SessionApi, OwnCallbackCannotFlushStopOrDestroy) {
   } re;
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.callback = &Reentrant::cb;
   cfg.callback_user_data = &re;
   ScopedSession s(cfg);
@@ -470,6 +474,7 @@ TEST(SessionApi, WritesAccepetedRecordsToATraceWithCountersOnTheNode) {
   const std::string path = dir.file("session.json");
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.trace_path = path.c_str();
   {
     ScopedSession s(cfg);
@@ -538,6 +543,111 @@ TEST(SessionApi, AnnotateAddsArgsAndCounterTracksToAProfilerTrace) {
   }
   EXPECT_TRUE(found);
   EXPECT_EQ(counters, 1);
+}
+
+// ---- growable records ---------------------------------------------------------
+
+TEST(SessionRecords, CreateRefusesAConfigWithoutRecordSize) {
+  Collector c;
+  epprof_session_t s{};
+  epprof_session_config old = collector_config(c);
+  old.size = offsetof(epprof_session_config, record_size);  // epprof 0.1's header ended here
+  auto r = take(epprof_session_create(&old, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("epprof 0.1"), std::string::npos) << r.message;
+  epprof_session_config small = collector_config(c);
+  small.record_size = 96;
+  r = take(epprof_session_create(&small, &s));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("EPPROF_RECORD_MIN_SIZE"), std::string::npos) << r.message;
+}
+
+TEST(SessionRecords, EmitRefusesRecordsWithoutAGoodSize) {
+  Collector c;
+  ScopedSession session(collector_config(c));
+  epprof_record rs[3] = {node_record(1, "a", "Add"), node_record(2, "b", "Add"), node_record(3, "c", "Add")};
+  rs[0].size = 0;  // a host that never set it
+  auto r = take(epprof_session_emit(rs, 3));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("records[0].size is 0"), std::string::npos) << r.message;
+  rs[0].size = sizeof(epprof_record);
+  rs[2].size = sizeof(epprof_record) + 8;
+  r = take(epprof_session_emit(rs, 3));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("records[2].size is 112 but records[0].size is 104"), std::string::npos) << r.message;
+  rs[2].size = 1u << 20;
+  rs[0].size = 1u << 20;
+  r = take(epprof_session_emit(rs, 1));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("not a record's size"), std::string::npos) << r.message;
+  EPPROF_ASSERT_OK(epprof_session_flush(session.get()));
+  EXPECT_EQ(c.size(), 0u) << "nothing of a refused batch is offered";
+}
+
+// A host built against a later header, whose records are larger: epprof
+// reads the fields it knows at that stride.
+TEST(SessionRecords, ALargerHostRecordIsReadAtItsStride) {
+  Collector c;
+  ScopedSession session(collector_config(c));
+  struct Later {
+    epprof_record known;
+    uint64_t added_later[2];
+  };
+  Later later[2] = {{node_record(11, "x", "Conv"), {~0ull, ~0ull}}, {node_record(12, "y", "Relu"), {~0ull, ~0ull}}};
+  for (Later& l : later) l.known.size = sizeof(Later);
+  EPPROF_ASSERT_OK(epprof_session_emit(&later[0].known, 2));
+  EPPROF_ASSERT_OK(epprof_session_flush(session.get()));
+  std::lock_guard<std::mutex> lock(c.mu);
+  ASSERT_EQ(c.records.size(), 2u);
+  EXPECT_EQ(c.records[0].correlation_id, 11u);
+  EXPECT_EQ(c.records[1].correlation_id, 12u);
+  EXPECT_EQ(c.records[1].op_type, name_id("Relu"));
+  EXPECT_EQ(c.records[1].size, sizeof(epprof_record)) << "a delivered record's size says what epprof filled";
+}
+
+// A tool built against a later header asks for a larger stride: each
+// record arrives at it, filled as far as this library knows, the rest 0.
+struct Strided {
+  std::mutex mu;
+  size_t stride = 0;
+  std::vector<std::vector<unsigned char>> records;
+  static epprof_status* callback(void* user, epprof_session_t, const epprof_record* records, size_t n, uint64_t) {
+    auto* self = static_cast<Strided*>(user);
+    std::lock_guard<std::mutex> lock(self->mu);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(records);
+    for (size_t i = 0; i < n; ++i)
+      self->records.emplace_back(bytes + i * self->stride, bytes + (i + 1) * self->stride);
+    return nullptr;
+  }
+};
+
+TEST(SessionRecords, ALaterToolGetsItsStrideWithTheUnknownTailZero) {
+  Strided tool;
+  tool.stride = sizeof(epprof_record) + 24;
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.record_size = tool.stride;
+  cfg.callback = &Strided::callback;
+  cfg.callback_user_data = &tool;
+  ScopedSession session(cfg);
+  const epprof_record rs[3] = {node_record(21, "a", "Add"), node_record(22, "b", "Mul"), run_record(23)};
+  EPPROF_ASSERT_OK(epprof_session_emit(rs, 3));
+  EPPROF_ASSERT_OK(epprof_session_flush(session.get()));
+  epprof_session_stats st{};
+  st.size = sizeof st;
+  EPPROF_ASSERT_OK(epprof_session_get_stats(session.get(), &st));
+  EXPECT_EQ(st.bytes_delivered, 3 * tool.stride);
+  std::lock_guard<std::mutex> lock(tool.mu);
+  ASSERT_EQ(tool.records.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    epprof_record got;
+    std::memcpy(&got, tool.records[i].data(), sizeof got);
+    EXPECT_EQ(got.size, sizeof(epprof_record));
+    EXPECT_EQ(got.correlation_id, rs[i].correlation_id);
+    EXPECT_EQ(got.name, rs[i].name);
+    EXPECT_EQ(got.op_type, rs[i].op_type);
+    for (size_t b = sizeof(epprof_record); b < tool.stride; ++b) ASSERT_EQ(tool.records[i][b], 0) << "byte " << b;
+  }
 }
 
 }  // namespace

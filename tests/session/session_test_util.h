@@ -16,6 +16,7 @@ namespace epprof::testing {
 inline epprof_record node_record(uint64_t corr, const char* node, const char* op, const char* ep = "CPU",
                                  const char* kernel = nullptr, uint32_t index = 0) {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_HOST_EVENT;
   r.category = EPPROF_CATEGORY_NODE;
   r.correlation_id = corr;
@@ -33,6 +34,7 @@ inline epprof_record node_record(uint64_t corr, const char* node, const char* op
 
 inline epprof_record run_record(uint64_t corr) {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_HOST_EVENT;
   r.category = EPPROF_CATEGORY_SESSION;
   r.correlation_id = corr;
@@ -46,6 +48,7 @@ inline epprof_record run_record(uint64_t corr) {
 inline epprof_record counter_record(uint64_t corr, const char* counter, double value, const char* node = nullptr,
                                     const char* op = nullptr) {
   epprof_record r{};
+  r.size = sizeof r;
   r.kind = EPPROF_RECORD_COUNTER;
   r.category = EPPROF_CATEGORY_COUNTER;
   r.correlation_id = corr;
@@ -88,6 +91,7 @@ struct Collector {
 inline epprof_session_config collector_config(Collector& c) {
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.callback = &Collector::callback;
   cfg.callback_user_data = &c;
   return cfg;

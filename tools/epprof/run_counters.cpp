@@ -130,6 +130,7 @@ RunCounters::RunCounters(const CounterOptions& o, epprof_profiler_t trace_profil
   }
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
   cfg.replay_mode = o.replay;
   cfg.callback = &Impl::drop;  // values come through the record callback
   cfg.record_kinds = 1u << EPPROF_RECORD_COUNTER;
