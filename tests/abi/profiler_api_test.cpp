@@ -572,17 +572,23 @@ TEST(ProfilerTrace, NamesWithNulKeepTheirLengthAndAreEscaped) {
 std::vector<std::string> g_log;
 void capture_log(void*, epprof_status_code, const char* message) { g_log.push_back(message); }
 
+// A running profiler that writes `path` and has these budgets.
+epprof_profiler_t start_with_budgets(const std::string& path, uint64_t memory_bytes, uint64_t disk_bytes) {
+  auto c = config_for(path);
+  c.memory_budget_bytes = memory_bytes;
+  c.disk_budget_bytes = disk_bytes;
+  epprof_profiler_t p{};
+  EXPECT_EQ(take(epprof_profiler_create(&c, &p)).code, EPPROF_OK);
+  EXPECT_EQ(take(epprof_profiler_start(p)).code, EPPROF_OK);
+  return p;
+}
+
 TEST(ProfilerTrace, DropsPastTheDiskBudgetAreCountedInTheTraceAndWarnedOnce) {
   TempDir dir;
   std::string path = dir.file("drops.json");
-  auto c = config_for(path);
-  c.memory_budget_bytes = 1 << 20;
-  c.disk_budget_bytes = 1 << 20;
-  epprof_profiler_t p;
-  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
   g_log.clear();
   epprof_set_log_callback(capture_log, nullptr);
-  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const epprof_profiler_t p = start_with_budgets(path, 1 << 20, 1 << 20);
   const epprof_name_id n = name_id("e");
   constexpr uint64_t kEvents = 200'000;  // 6.4 MB of records
   for (uint64_t i = 0; i < kEvents; ++i) {
@@ -617,12 +623,7 @@ TEST(ProfilerTrace, DropsPastTheDiskBudgetAreCountedInTheTraceAndWarnedOnce) {
 TEST(ProfilerTrace, SpilledEventsKeepTheirArgsAndEndOrder) {
   TempDir dir;
   std::string path = dir.file("spilled.json");
-  auto c = config_for(path);
-  c.memory_budget_bytes = 1 << 20;
-  c.disk_budget_bytes = 256 << 20;
-  epprof_profiler_t p;
-  EPPROF_ASSERT_OK(epprof_profiler_create(&c, &p));
-  EPPROF_ASSERT_OK(epprof_profiler_start(p));
+  const epprof_profiler_t p = start_with_budgets(path, 1 << 20, 256 << 20);
   const epprof_name_id outer = name_id("outer"), inner = name_id("inner"), key = name_id("i");
   constexpr int64_t kOuter = 20, kInner = 2'000;  // 40,000 inner events: several MB of records
   for (int64_t o = 0; o < kOuter; ++o) {
