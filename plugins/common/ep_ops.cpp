@@ -209,10 +209,10 @@ ComputeResult prepare_elementwise(const OpKernel& k, const epprof_ep_tensor* in,
 }
 
 ComputeResult prepare_softmax(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
-                              SoftmaxDims* dims, int64_t* n, float** y) {
-  ComputeResult r = prepare_elementwise(k, in, outputs, n, y);
-  if (r.kind != Kind::Ok || *n == 0) return r;
-  return softmax_dims(k, shape_of(in[0]), dims);
+                              SoftmaxRun* run) {
+  ComputeResult r = prepare_elementwise(k, in, outputs, &run->total, &run->y);
+  if (r.kind != Kind::Ok || run->total == 0) return r;
+  return softmax_dims(k, shape_of(in[0]), &run->dims);
 }
 
 ComputeResult allocate(const OpKernel& k, epprof_ep_outputs* outputs, const Shape& shape, float** data) {
@@ -379,7 +379,7 @@ ComputeResult prepare_matmul(const OpKernel& k, const epprof_ep_tensor* in, eppr
   if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), mm); e.kind != Kind::Ok) return e;
   float* out = nullptr;
   ComputeResult r = allocate(k, outputs, mm->out, &out);
-  if (r.kind == Kind::Ok && count(mm->out) > 0 && mm->k > 0) *y = out;
+  if (r.kind == Kind::Ok && mm->total > 0 && mm->k > 0) *y = out;
   return r;
 }
 
@@ -402,6 +402,7 @@ ComputeResult matmul_dims(const OpKernel& k, const Shape& a_in, const Shape& b_i
   out->out = out->batch;
   if (!a_vec) out->out.push_back(out->m);
   if (!b_vec) out->out.push_back(out->n);
+  out->total = count(out->out);
   return {};
 }
 

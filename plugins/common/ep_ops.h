@@ -149,9 +149,14 @@ struct SoftmaxDims {
   int64_t outer = 1, n = 1, inner = 1;
 };
 ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out);
-// Softmax: as prepare_elementwise (*n the element count), and its rows.
+// A Softmax node ready to run: its rows, and its output allocated.
+struct SoftmaxRun {
+  SoftmaxDims dims;
+  int64_t total = 0;  // elements; 0: nothing to compute
+  float* y = nullptr;
+};
 ComputeResult prepare_softmax(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
-                              SoftmaxDims* dims, int64_t* n, float** y);
+                              SoftmaxRun* run);
 
 // MatMul with numpy semantics: a 1-D operand is promoted to a matrix (and
 // its dim dropped from the output), batch dims broadcast.
@@ -159,6 +164,7 @@ struct MatMulDims {
   Shape a_batch, b_batch, batch;  // A's and B's batch dims, and their broadcast
   Shape out;
   int64_t m = 0, k = 0, n = 0;
+  int64_t total = 0;  // elements of out
 };
 ComputeResult matmul_dims(const OpKernel& k, const Shape& a, const Shape& b, MatMulDims* out);
 // A MatMul node's dims and its output, allocated: not Ok when it cannot

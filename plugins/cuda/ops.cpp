@@ -59,15 +59,13 @@ ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* 
 }
 
 ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  SoftmaxDims dims;
-  int64_t total = 0;
-  float* y = nullptr;
-  if (ComputeResult r = prepare_softmax(k, in, outputs, &dims, &total, &y); r.kind != Kind::Ok || total == 0) return r;
-  long long n = dims.n, inner = dims.inner, outer = dims.outer;
+  SoftmaxRun s;
+  if (ComputeResult r = prepare_softmax(k, in, outputs, &s); r.kind != Kind::Ok || s.total == 0) return r;
+  long long n = s.dims.n, inner = s.dims.inner, outer = s.dims.outer;
   float *mx = nullptr, *my = nullptr;
   void* args[] = {&mx, &my, &outer, &n, &inner};
-  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.alloc(bytes_of(total), &my) ||
-      !d.launch(KernelId::Softmax, outer * inner, args) || !d.download(my, y, bytes_of(total)) || !d.finish())
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.alloc(bytes_of(s.total), &my) ||
+      !d.launch(KernelId::Softmax, outer * inner, args) || !d.download(my, s.y, bytes_of(s.total)) || !d.finish())
     return device_failure(k, d);
   return {};
 }
@@ -77,9 +75,8 @@ ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
   MatMulDims mm;
   float* y = nullptr;
   if (ComputeResult r = prepare_matmul(k, in, outputs, &mm, &y); r.kind != Kind::Ok || !y) return r;
-  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch, &out = mm.out;
-  const int64_t m = mm.m, ka = mm.k, n = mm.n;
-  const int64_t total = count(out);
+  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch;
+  const int64_t m = mm.m, ka = mm.k, n = mm.n, total = mm.total;
   if (m > INT32_MAX || n > INT32_MAX || ka > INT32_MAX) return failed(Kind::Unsupported, "a dimension above 2^31");
   // Offsets of each batch's matrices, in elements.
   const int64_t nb = count(batch);

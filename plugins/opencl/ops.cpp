@@ -107,19 +107,17 @@ ComputeResult run_unary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* 
 }
 
 ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  SoftmaxDims dims;
-  int64_t total = 0;
-  float* y = nullptr;
-  if (ComputeResult r = prepare_softmax(k, in, outputs, &dims, &total, &y); r.kind != Kind::Ok || total == 0) return r;
-  cl_long n = dims.n, inner = dims.inner, outer = dims.outer;
+  SoftmaxRun s;
+  if (ComputeResult r = prepare_softmax(k, in, outputs, &s); r.kind != Kind::Ok || s.total == 0) return r;
+  cl_long n = s.dims.n, inner = s.dims.inner, outer = s.dims.outer;
   cl_mem mx, my;
   cl_kernel kern;
   const size_t global = static_cast<size_t>(outer * inner);
-  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.create_output(bytes_of(total), &my) ||
+  if (!d.upload(in[0].data, in[0].byte_size, &mx) || !d.create_output(bytes_of(s.total), &my) ||
       !d.kernel(Program::Softmax, "softmax", &kern) || !d.set_arg(kern, 0, sizeof mx, &mx, "X") ||
       !d.set_arg(kern, 1, sizeof my, &my, "Y") || !d.set_arg(kern, 2, sizeof outer, &outer, "outer") ||
       !d.set_arg(kern, 3, sizeof n, &n, "n") || !d.set_arg(kern, 4, sizeof inner, &inner, "inner") ||
-      !d.run(kern, "softmax", 1, &global) || !d.download(my, y, bytes_of(total)) || !d.finish())
+      !d.run(kern, "softmax", 1, &global) || !d.download(my, s.y, bytes_of(s.total)) || !d.finish())
     return device_failure(k, d);
   return {};
 }
@@ -128,9 +126,8 @@ ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
   MatMulDims mm;
   float* y = nullptr;
   if (ComputeResult r = prepare_matmul(k, in, outputs, &mm, &y); r.kind != Kind::Ok || !y) return r;
-  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch, &out = mm.out;
-  const int64_t m = mm.m, ka = mm.k, n = mm.n;
-  const int64_t total = count(out);
+  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch;
+  const int64_t m = mm.m, ka = mm.k, n = mm.n, total = mm.total;
   MatMulParams p{};
   p.m = m;
   p.n = n;
