@@ -98,6 +98,27 @@ epprof_status* find_for_control(const char* fn, epprof_session_t session, bool l
   return nullptr;
 }
 
+// Stop and destroy: under the table's lock, finds the session and makes it
+// inactive (refusing one that is not active when `must_be_active`), then
+// runs `under_lock`; once unlocked, waits for the producers still inside
+// an emit and delivers everything buffered. *out: the session.
+template <class F>
+epprof_status* quiesce(const char* fn, epprof_session_t session, bool must_be_active, F&& under_lock,
+                       std::shared_ptr<Session>* out) {
+  {
+    const auto lock = g_sessions.lock();
+    if (epprof_status* st = find_for_control(fn, session, true, out)) return st;
+    const bool active = (*out)->state() == EPPROF_SESSION_ACTIVE;
+    if (must_be_active && !active)
+      return base::make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the session is not active");
+    if (active) deactivate_locked(**out);
+    under_lock();
+  }
+  wait_for_producers(session.handle);
+  (*out)->flush();
+  return nullptr;
+}
+
 // A filter's error as a status of `fn`.
 epprof_status* filter_status(const char* fn, const core::FilterError& e) {
   return base::make_status(e.code, std::string(fn) + ": " + e.message);
@@ -309,18 +330,8 @@ EPPROF_API epprof_status* epprof_session_start(epprof_session_t session) {
 
 EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_stop";
   std::shared_ptr<es::Session> s;
-  {
-    const auto lock = es::g_sessions.lock();
-    if (epprof_status* st = es::find_for_control(fn, session, true, &s)) return st;
-    if (s->state() != EPPROF_SESSION_ACTIVE)
-      return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the session is not active");
-    es::deactivate_locked(*s);
-  }
-  es::wait_for_producers(session.handle);
-  s->flush();
-  return nullptr;
+  return es::quiesce("epprof_session_stop", session, true, [] {}, &s);
   EPPROF_API_END
 }
 
@@ -338,15 +349,11 @@ EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_destroy";
   std::shared_ptr<es::Session> s;
-  {
-    const auto lock = es::g_sessions.lock();
-    if (epprof_status* st = es::find_for_control(fn, session, true, &s)) return st;
-    if (s->state() == EPPROF_SESSION_ACTIVE) es::deactivate_locked(*s);
+  auto forget = [&] {
     es::g_sessions.slot_of(session.handle).extra.owner.reset();
     es::g_sessions.remove_locked(session.handle);  // new pins find no session
-  }
-  es::wait_for_producers(session.handle);
-  s->flush();
+  };
+  if (epprof_status* st = es::quiesce(fn, session, false, forget, &s)) return st;
   std::string error = s->write_trace();
   s.reset();  // joins the delivery thread (once no flush of another thread holds it)
   if (!error.empty()) return make_status(EPPROF_IO_ERROR, std::string(fn) + ": " + error);
