@@ -156,7 +156,8 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   std::vector<int64_t> start(static_cast<size_t>(KW));  // tap kw: r * Wp + q, or kw * d when direct
   for (int64_t kw = 0; kw < KW; ++kw)
     start[static_cast<size_t>(kw)] = direct ? kw * d : (kw * d) % s * Wp + (kw * d) / s;
-  const int64_t planes = cs.N * cs.C, ranges = detail::intra_op_ranges(planes, kRangesPerThread);
+  const int64_t planes = cs.N * cs.C;
+  const int64_t ranges = detail::intra_op_ranges(planes, kRangesPerThread, planes * OH * OW * KH * KW);
   const int64_t plane_rows = direct || OW == 0 ? 0 : H * s * Wp;  // one range's phase rows
   const memory::Scratch<T> phase_rows(static_cast<size_t>(ranges * plane_rows), /*zeroed=*/true);
   detail::parallel_for_ranges(planes, ranges, [&](int64_t range, int64_t begin, int64_t end) {
@@ -274,7 +275,8 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   const bool from_x = std::is_same_v<T, float> && !pointwise && sgemm_runs(cs.Mg, OW);
   const int64_t tile_rows =
       pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
-  const int64_t units = cs.N * cs.group * rows, ranges = detail::intra_op_ranges(units, kRangesPerThread);
+  const int64_t units = cs.N * cs.group * rows;
+  const int64_t ranges = detail::intra_op_ranges(units, kRangesPerThread, cs.N * cs.M * cs.P * cs.K);
   // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
   const int64_t range_col =
       pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;

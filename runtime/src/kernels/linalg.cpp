@@ -46,7 +46,7 @@ Tensor typed_matmul(const Tensor& a, const Tensor& b) {
   // Enough products for every intra-op thread: a range of them each (one
   // split product would re-pack its shared operand in every part); else one
   // after another, each large one split (blas_gemm).
-  if (batches >= detail::intra_op_threads() && batches * mn * ms.k >= kSplitGemmMacs)
+  if (batches >= detail::intra_op_threads() && batches * mn * ms.k >= detail::kMinSplitMacs)
     detail::parallel_for_ranges(batches, detail::intra_op_ranges(batches, 1), products);
   else
     products(0, 0, batches);

@@ -56,10 +56,6 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   }
 }
 
-// Multiply-adds from which a gemm is split across the intra-op threads:
-// about 20 us on one core, several times what waking a worker costs
-// (chosen, not tuned).
-constexpr int64_t kSplitGemmMacs = int64_t(1) << 20;
 // Parts of a split gemm start at multiples of this many rows or columns,
 // so that the register tiles stay whole (sgemm's are 8 x 32 or 6 x 16,
 // OpenBLAS's up to 16 wide).
@@ -75,7 +71,7 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const bool by_rows = m >= n;
   const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-  if (blocks < 2 || m * n * k < kSplitGemmMacs || detail::intra_op_threads() == 1)
+  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1)
     return blas_gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
     const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
