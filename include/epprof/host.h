@@ -44,7 +44,9 @@ EPPROF_API const uint32_t* epprof_session_active_word(void);
  * carry the same size. A batch should hold one dispatch's records (its
  * NODE event first), so that the dispatch range keeps or drops them
  * together. With LOSSLESS sessions the call may wait for buffer space.
- * No allocation. Returns NULL; INVALID_ARGUMENT for NULL records with
+ * No allocation when the records' size is this header's sizeof (a host
+ * built against a later header has its records converted, in a copy).
+ * Returns NULL; INVALID_ARGUMENT for NULL records with
  * num_records > 0, a size below EPPROF_RECORD_MIN_SIZE or unlike the
  * first record's, or an unknown kind (nothing is offered then; the message
  * names the record). With no session active it returns NULL at once,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include "core/args.h"
@@ -244,7 +245,12 @@ void Session::deliver(const epprof_record* records, size_t count, uint64_t dropp
   if (!settings_.callback) return;
   callback_calls_.fetch_add(1, std::memory_order_relaxed);
   if (settings_.record_size != sizeof(epprof_record) && count) {
-    write_records(records, count, settings_.record_size, &strided_);
+    try {
+      write_records(records, count, settings_.record_size, &strided_);
+    } catch (const std::bad_alloc&) {
+      count_callback_error("record callback", "no memory to give the records the tool's record_size");
+      return;
+    }
     records = reinterpret_cast<const epprof_record*>(strided_.data());
   }
   try {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -169,7 +170,9 @@ void guarded(Session& s, const char* what, F&& call) noexcept {
 
 // A host's records, stride records[0].size, checked and seen in this
 // library's layout: the caller's array itself when the strides match (no
-// copy on the hot path), else a per-thread copy.
+// copy, no allocation on the hot path), else a copy of its own (a host
+// built against a later header). Not shared between calls: a callback may
+// emit while its caller still reads the records.
 class Records {
  public:
   Records(const epprof_record* records, size_t n) : records_(records), n_(n) {}
@@ -201,9 +204,15 @@ class Records {
         });
     }
     if (stride != sizeof(epprof_record)) {
-      thread_local std::vector<epprof_record> copy;
-      read_records(records_, stride, n_, &copy);
-      records_ = copy.data();
+      try {
+        read_records(records_, stride, n_, &copy_);
+      } catch (const std::bad_alloc&) {
+        return base::status_from(EPPROF_OUT_OF_MEMORY, [&] {
+          return std::string(fn) + ": no memory to convert " + std::to_string(n_) + " records of size " +
+                 std::to_string(stride);
+        });
+      }
+      records_ = copy_.data();
     }
     return nullptr;
   }
@@ -212,6 +221,7 @@ class Records {
  private:
   const epprof_record* records_;
   size_t n_;
+  std::vector<epprof_record> copy_;
 };
 
 }  // namespace
@@ -502,7 +512,7 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
   if (s->settings().counter_record_callback) {
     // The counter-name filter applies to the callback path too.
     epprof_record kept[64];
-    thread_local std::vector<unsigned char> strided;
+    std::vector<unsigned char> strided;  // the tool's stride, when not ours
     const size_t stride = s->settings().record_size;
     size_t n = 0;
     for (size_t i = 0; i < count; ++i) {
