@@ -5,7 +5,6 @@
 // opening text, which must never give an event another's name or thread.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <stdio.h>
 
 #include <cstdint>
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "epprof/event.h"
 #include "export/chrome_trace.h"
 #include "export/integer_us.h"
+#include "support/test_util.h"
 
 namespace epprof::exporter {
 namespace {
@@ -75,21 +75,23 @@ struct Written {
   uint64_t correlation_id;
 };
 
-// The host events `events` as the sink writes them, parsed back.
-std::vector<Written> write_and_parse(const std::vector<HostEventOut>& events) {
-  FILE* f = tmpfile();
-  EXPECT_NE(f, nullptr);
+using epprof::testing::TempFile;
+
+// The text the sink writes for host events `events`.
+std::string write_events(const std::vector<HostEventOut>& events) {
+  TempFile file;
   {
-    ChromeTraceSink sink(fileno(f), false);
+    ChromeTraceSink sink(file.fd, false);
     for (const HostEventOut& e : events) sink.host_event(e);
     std::string error;
     EXPECT_TRUE(sink.finish(&error)) << error;
   }
-  std::string text;
-  rewind(f);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  fclose(f);
+  return file.contents();
+}
+
+// The host events `events` as the sink writes them, parsed back.
+std::vector<Written> write_and_parse(const std::vector<HostEventOut>& events) {
+  const std::string text = write_events(events);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   EXPECT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS) << text.substr(0, 400);
@@ -139,22 +141,18 @@ TEST(ChromeTraceSink, EveryHostEventKeepsItsOwnNameCategoryAndThread) {
   }
 
   // One buffer, rewritten between events: its address and length never change.
-  FILE* f = tmpfile();
-  ASSERT_NE(f, nullptr);
+  std::string text;
   {
-    ChromeTraceSink sink(fileno(f), false);
+    TempFile file;
+    ChromeTraceSink sink(file.fd, false);
     uint64_t n = 1;
     for (const std::string& t : reused_texts) {
       reused.assign(t);
       sink.host_event({EPPROF_CATEGORY_NODE, reused, 42, 7, 1000, 10, n++, &rec});
     }
     ASSERT_TRUE(sink.finish(nullptr));
+    text = file.contents();
   }
-  std::string text;
-  rewind(f);
-  char buf[4096];
-  for (size_t k; (k = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, k);
-  fclose(f);
   const size_t a = text.find("\"aaaa\""), b = text.find("\"bbbb\""), c = text.rfind("\"aaaa\"");
   EXPECT_NE(b, std::string::npos) << text;
   EXPECT_LT(a, b) << text;

@@ -14,13 +14,14 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/test_util.h"
 
 namespace epprof::exporter {
 namespace {
@@ -84,26 +85,7 @@ std::string reference_sanitize(std::string_view in, bool* was_valid = nullptr) {
 
 // ---- helpers ---------------------------------------------------------------
 
-// A temporary file that is removed at scope exit.
-struct TempFile {
-  std::string path;
-  int fd = -1;
-  TempFile() {
-    path = ::testing::TempDir() + "jw_test.XXXXXX";
-    fd = mkstemp(path.data());
-    EXPECT_GE(fd, 0) << std::strerror(errno);
-  }
-  ~TempFile() {
-    if (fd >= 0) close(fd);
-    unlink(path.c_str());
-  }
-  std::string contents() const {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-};
+using epprof::testing::TempFile;
 
 // Runs body against a writer on a fresh file; returns the flushed contents.
 std::string write_to_string(const std::function<void(JsonWriter&)>& body,

@@ -6,9 +6,15 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +44,29 @@ inline StatusResult take(epprof_status* s) {
     auto _r = ::epprof::testing::take(expr);                               \
     EXPECT_EQ(_r.code, EPPROF_OK) << #expr << ": " << _r.message;          \
   } while (0)
+
+// A temporary file, open for writing as `fd`, removed at scope exit.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  TempFile() {
+    path = (std::filesystem::temp_directory_path() / "epprof-test-file-XXXXXX").string();
+    fd = mkstemp(path.data());
+    EXPECT_GE(fd, 0) << std::strerror(errno);
+  }
+  ~TempFile() {
+    if (fd >= 0) close(fd);
+    unlink(path.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  std::string contents() const {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+};
 
 // A fresh directory under the system temp dir, removed on destruction.
 class TempDir {
