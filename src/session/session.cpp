@@ -224,19 +224,24 @@ void Session::drain(bool all) {
 void read_records(const void* records, size_t stride, size_t n, std::vector<epprof_record>* out) {
   out->assign(n, epprof_record{});
   const size_t k = std::min(stride, sizeof(epprof_record));
-  for (size_t i = 0; i < n; ++i) std::memcpy(&(*out)[i], static_cast<const unsigned char*>(records) + i * stride, k);
-  for (epprof_record& r : *out) r.size = uint32_t(sizeof(epprof_record));
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(&(*out)[i], static_cast<const unsigned char*>(records) + i * stride, k);
+    (*out)[i].size = uint32_t(sizeof(epprof_record));
+  }
 }
 
-void write_records(const epprof_record* records, size_t n, size_t stride, std::vector<unsigned char>* out) {
-  out->assign(n * stride, 0);
+const epprof_record* in_stride(const epprof_record* records, size_t n, size_t stride,
+                               std::vector<unsigned char>* buf) {
+  if (stride == sizeof(epprof_record)) return records;
+  buf->assign(n * stride, 0);
   const size_t k = std::min(stride, sizeof(epprof_record));
   for (size_t i = 0; i < n; ++i) {
-    unsigned char* p = out->data() + i * stride;
+    unsigned char* p = buf->data() + i * stride;
     std::memcpy(p, &records[i], k);
     const uint32_t size = uint32_t(k);
     std::memcpy(p + offsetof(epprof_record, size), &size, sizeof size);
   }
+  return reinterpret_cast<const epprof_record*>(buf->data());
 }
 
 void Session::deliver(const epprof_record* records, size_t count, uint64_t dropped) {
@@ -244,14 +249,11 @@ void Session::deliver(const epprof_record* records, size_t count, uint64_t dropp
   delivered_.fetch_add(count, std::memory_order_relaxed);
   if (!settings_.callback) return;
   callback_calls_.fetch_add(1, std::memory_order_relaxed);
-  if (settings_.record_size != sizeof(epprof_record) && count) {
-    try {
-      write_records(records, count, settings_.record_size, &strided_);
-    } catch (const std::bad_alloc&) {
-      count_callback_error("record callback", "no memory to give the records the tool's record_size");
-      return;
-    }
-    records = reinterpret_cast<const epprof_record*>(strided_.data());
+  try {
+    records = in_stride(records, count, settings_.record_size, &strided_);
+  } catch (const std::bad_alloc&) {
+    count_callback_error("record callback", "no memory to give the records the tool's record_size");
+    return;
   }
   try {
     epprof_session_t self{handle()};

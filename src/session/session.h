@@ -29,9 +29,12 @@ static_assert(sizeof(epprof_record) == EPPROF_RECORD_MIN_SIZE, "the first growab
 // `records` in, `stride` bytes apart, each `size` saying what it covers:
 // read as this library's layout (what a record does not cover is 0).
 void read_records(const void* records, size_t stride, size_t n, std::vector<epprof_record>* out);
-// This library's records out, `stride` bytes apart: each holds what fits
-// (its `size` says how much), the rest 0. Fills `out` (n * stride bytes).
-void write_records(const epprof_record* records, size_t n, size_t stride, std::vector<unsigned char>* out);
+// This library's records as a tool built with `stride` takes them: the
+// records themselves at this library's own stride; else each rewritten
+// into *buf, `stride` bytes apart, holding what fits (its `size` says how
+// much) and 0 past it. May throw std::bad_alloc.
+const epprof_record* in_stride(const epprof_record* records, size_t n, size_t stride,
+                               std::vector<unsigned char>* buf);
 
 struct Filters {
   uint32_t categories = 0;

@@ -513,16 +513,11 @@ EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t sessi
     // The counter-name filter applies to the callback path too.
     epprof_record kept[64];
     std::vector<unsigned char> strided;  // the tool's stride, when not ours
-    const size_t stride = s->settings().record_size;
     size_t n = 0;
     for (size_t i = 0; i < count; ++i) {
       if (s->filters().accepts(records[i])) kept[n++] = records[i];
       if (n == 64 || (i + 1 == count && n)) {
-        const epprof_record* out = kept;
-        if (stride != sizeof(epprof_record)) {
-          es::write_records(kept, n, stride, &strided);
-          out = reinterpret_cast<const epprof_record*>(strided.data());
-        }
+        const epprof_record* out = es::in_stride(kept, n, s->settings().record_size, &strided);
         es::guarded(*s, "counter record callback", [&] {
           return s->settings().counter_record_callback(s->settings().counter_record_user_data, session, &norm,
                                                        out, n);
