@@ -2,6 +2,21 @@
 
 namespace epprof::tracedb {
 
+// What host and device events have in common: their first columns, and
+// the joins that name their track, category and name in the views.
+#define EVENT_COLUMNS                                    \
+  "  id INTEGER PRIMARY KEY,\n"                          \
+  "  track INTEGER NOT NULL REFERENCES tracks(id),\n"    \
+  "  cat INTEGER NOT NULL REFERENCES strings(id),\n"     \
+  "  name INTEGER NOT NULL REFERENCES strings(id),\n"    \
+  "  ts_ns INTEGER NOT NULL,\n"                          \
+  "  dur_ns INTEGER NOT NULL,\n"                         \
+  "  correlation_id INTEGER,\n"
+#define EVENT_JOINS                           \
+  "  JOIN tracks t ON t.id = e.track\n"       \
+  "  JOIN strings c ON c.id = e.cat\n"        \
+  "  JOIN strings n ON n.id = e.name"
+
 // Every event, flow, counter sample and other record takes its id from one
 // sequence, in the order it was written: the reader gives them back in
 // that order, so a JSON trace converted to a database and back keeps its
@@ -29,26 +44,12 @@ CREATE TABLE runs(
   ts_ns INTEGER NOT NULL,
   dur_ns INTEGER NOT NULL);
 CREATE TABLE host_events(
-  id INTEGER PRIMARY KEY,
-  track INTEGER NOT NULL REFERENCES tracks(id),
-  cat INTEGER NOT NULL REFERENCES strings(id),
-  name INTEGER NOT NULL REFERENCES strings(id),
-  ts_ns INTEGER NOT NULL,
-  dur_ns INTEGER NOT NULL,
-  correlation_id INTEGER,
-  op INTEGER REFERENCES strings(id),
+)SQL" EVENT_COLUMNS R"SQL(  op INTEGER REFERENCES strings(id),
   provider INTEGER REFERENCES strings(id),
   node_index INTEGER,
   run INTEGER REFERENCES runs(id));
 CREATE TABLE device_events(
-  id INTEGER PRIMARY KEY,
-  track INTEGER NOT NULL REFERENCES tracks(id),
-  cat INTEGER NOT NULL REFERENCES strings(id),
-  name INTEGER NOT NULL REFERENCES strings(id),
-  ts_ns INTEGER NOT NULL,
-  dur_ns INTEGER NOT NULL,
-  correlation_id INTEGER,
-  host_event_id INTEGER REFERENCES host_events(id),
+)SQL" EVENT_COLUMNS R"SQL(  host_event_id INTEGER REFERENCES host_events(id),
   run INTEGER REFERENCES runs(id));
 CREATE TABLE args(
   event_id INTEGER NOT NULL,
@@ -103,9 +104,7 @@ CREATE VIEW host AS
          e.ts_ns + e.dur_ns AS end_ns, e.correlation_id, o.value AS op, p.value AS provider,
          e.node_index, e.run
   FROM host_events e
-  JOIN tracks t ON t.id = e.track
-  JOIN strings c ON c.id = e.cat
-  JOIN strings n ON n.id = e.name
+)SQL" EVENT_JOINS R"SQL(
   LEFT JOIN strings o ON o.id = e.op
   LEFT JOIN strings p ON p.id = e.provider;
 CREATE VIEW nodes AS
@@ -120,9 +119,7 @@ CREATE VIEW device AS
   SELECT e.id, t.pid, t.tid, t.name AS queue, c.value AS cat, n.value AS name, e.ts_ns, e.dur_ns,
          e.ts_ns + e.dur_ns AS end_ns, e.correlation_id, e.host_event_id, e.run
   FROM device_events e
-  JOIN tracks t ON t.id = e.track
-  JOIN strings c ON c.id = e.cat
-  JOIN strings n ON n.id = e.name;
+)SQL" EVENT_JOINS R"SQL(;
 CREATE VIEW event_args AS
   SELECT a.event_id, a.seq, k.value AS key, v.value AS value, a.json
   FROM args a
@@ -135,5 +132,8 @@ CREATE VIEW counter_samples AS
   JOIN strings n ON n.id = c.name
   JOIN strings s ON s.id = c.series;
 )SQL";
+
+#undef EVENT_COLUMNS
+#undef EVENT_JOINS
 
 }  // namespace epprof::tracedb
