@@ -374,12 +374,17 @@ ComputeResult softmax_dims(const OpKernel& k, const Shape& x, SoftmaxDims* out) 
 }
 
 ComputeResult prepare_matmul(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
-                             MatMulDims* mm, float** y) {
-  *y = nullptr;
-  if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), mm); e.kind != Kind::Ok) return e;
+                             MatMulRun* run) {
+  *run = MatMulRun{};
+  MatMulDims& mm = run->dims;
+  if (ComputeResult e = matmul_dims(k, shape_of(in[0]), shape_of(in[1]), &mm); e.kind != Kind::Ok) return e;
   float* out = nullptr;
-  ComputeResult r = allocate(k, outputs, mm->out, &out);
-  if (r.kind == Kind::Ok && mm->total > 0 && mm->k > 0) *y = out;
+  ComputeResult r = allocate(k, outputs, mm.out, &out);
+  if (r.kind != Kind::Ok || mm.total == 0 || mm.k == 0) return r;
+  run->y = out;
+  run->batches = count(mm.batch);
+  broadcast_strides(mm.a_batch, mm.batch, run->a_strides);
+  broadcast_strides(mm.b_batch, mm.batch, run->b_strides);
   return r;
 }
 

@@ -167,11 +167,21 @@ struct MatMulDims {
   int64_t total = 0;  // elements of out
 };
 ComputeResult matmul_dims(const OpKernel& k, const Shape& a, const Shape& b, MatMulDims* out);
-// A MatMul node's dims and its output, allocated: not Ok when it cannot
-// run; Ok with *y null when there is nothing to compute (an empty output,
-// or K = 0, whose zeros are written already); else Ok and *y the output.
+// A MatMul node ready to dispatch: its dims, its output, and where each
+// batch's matrices are.
+struct MatMulRun {
+  MatMulDims dims;
+  float* y = nullptr;  // the output; null when there is nothing to compute
+  int64_t batches = 1;  // product of dims.batch
+  // A's and B's stride along each of dims.batch, in whole matrices (0 where
+  // the operand broadcasts).
+  int64_t a_strides[kMaxBatchRank] = {}, b_strides[kMaxBatchRank] = {};
+};
+// Not Ok when the node cannot run; Ok with run->y null when there is
+// nothing to compute (an empty output, or K = 0, whose zeros are written
+// already); else Ok with the output allocated.
 ComputeResult prepare_matmul(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs,
-                             MatMulDims* mm, float** y);
+                             MatMulRun* run);
 
 // Gemm: Y[M,N] = alpha·op(A)·op(B) + beta·C, with C optional and
 // broadcasting to [M,N] in one direction only.

@@ -72,25 +72,20 @@ ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor
 
 // Row-major Y[m,n] = A[m,k]·B[k,n] is column-major Yᵀ = Bᵀ·Aᵀ: cuBLAS gets B first.
 ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  MatMulDims mm;
-  float* y = nullptr;
-  if (ComputeResult r = prepare_matmul(k, in, outputs, &mm, &y); r.kind != Kind::Ok || !y) return r;
-  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch;
-  const int64_t m = mm.m, ka = mm.k, n = mm.n, total = mm.total;
+  MatMulRun mm;
+  if (ComputeResult r = prepare_matmul(k, in, outputs, &mm); r.kind != Kind::Ok || !mm.y) return r;
+  const Shape& batch = mm.dims.batch;
+  const int64_t m = mm.dims.m, ka = mm.dims.k, n = mm.dims.n, total = mm.dims.total, nb = mm.batches;
   if (m > INT32_MAX || n > INT32_MAX || ka > INT32_MAX) return failed(Kind::Unsupported, "a dimension above 2^31");
   // Offsets of each batch's matrices, in elements.
-  const int64_t nb = count(batch);
-  int64_t sa[kMaxBatchRank] = {}, sb[kMaxBatchRank] = {};
-  broadcast_strides(ba, batch, sa);
-  broadcast_strides(bb, batch, sb);
   std::vector<int64_t> off_a(static_cast<size_t>(nb)), off_b(static_cast<size_t>(nb));
   for (int64_t i = 0; i < nb; ++i) {
     int64_t rem = i, oa = 0, ob = 0;
     for (size_t dd = batch.size(); dd-- > 0;) {
       const int64_t c = rem % batch[dd];
       rem /= batch[dd];
-      oa += c * sa[dd];
-      ob += c * sb[dd];
+      oa += c * mm.a_strides[dd];
+      ob += c * mm.b_strides[dd];
     }
     off_a[static_cast<size_t>(i)] = oa * m * ka;
     off_b[static_cast<size_t>(i)] = ob * ka * n;
@@ -120,7 +115,7 @@ ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor*
                   "cublasSgemm"))
         return device_failure(k, d);
   }
-  if (!d.download(my, y, bytes_of(total)) || !d.finish()) return device_failure(k, d);
+  if (!d.download(my, mm.y, bytes_of(total)) || !d.finish()) return device_failure(k, d);
   return {};
 }
 

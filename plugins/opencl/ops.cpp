@@ -123,28 +123,28 @@ ComputeResult run_softmax(Dispatch& d, const OpKernel& k, const epprof_ep_tensor
 }
 
 ComputeResult run_matmul(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
-  MatMulDims mm;
-  float* y = nullptr;
-  if (ComputeResult r = prepare_matmul(k, in, outputs, &mm, &y); r.kind != Kind::Ok || !y) return r;
-  const Shape &ba = mm.a_batch, &bb = mm.b_batch, &batch = mm.batch;
-  const int64_t m = mm.m, ka = mm.k, n = mm.n, total = mm.total;
+  MatMulRun mm;
+  if (ComputeResult r = prepare_matmul(k, in, outputs, &mm); r.kind != Kind::Ok || !mm.y) return r;
+  const int64_t total = mm.dims.total;
   MatMulParams p{};
-  p.m = m;
-  p.n = n;
-  p.k = ka;
-  p.batch = count(batch);
-  p.brank = static_cast<cl_long>(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) p.bdims[i] = batch[i];
-  broadcast_strides(ba, batch, p.sa);  // in matrices, as the kernel scales by m*k / k*n
-  broadcast_strides(bb, batch, p.sb);
+  p.m = mm.dims.m;
+  p.n = mm.dims.n;
+  p.k = mm.dims.k;
+  p.batch = mm.batches;
+  p.brank = static_cast<cl_long>(mm.dims.batch.size());
+  for (size_t i = 0; i < mm.dims.batch.size(); ++i) {
+    p.bdims[i] = mm.dims.batch[i];
+    p.sa[i] = mm.a_strides[i];  // in matrices, as the kernel scales by m*k / k*n
+    p.sb[i] = mm.b_strides[i];
+  }
   cl_mem ma, mb, my;
   cl_kernel kern;
-  const size_t global[3] = {static_cast<size_t>(n), static_cast<size_t>(m), static_cast<size_t>(p.batch)};
+  const size_t global[3] = {static_cast<size_t>(p.n), static_cast<size_t>(p.m), static_cast<size_t>(p.batch)};
   if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||
       !d.create_output(bytes_of(total), &my) || !d.kernel(Program::MatMul, "matmul", &kern) ||
       !d.set_arg(kern, 0, sizeof ma, &ma, "A") || !d.set_arg(kern, 1, sizeof mb, &mb, "B") ||
       !d.set_arg(kern, 2, sizeof my, &my, "Y") || !d.set_arg(kern, 3, sizeof p, &p, "params") ||
-      !d.run(kern, "matmul", 3, global) || !d.download(my, y, bytes_of(total)) || !d.finish())
+      !d.run(kern, "matmul", 3, global) || !d.download(my, mm.y, bytes_of(total)) || !d.finish())
     return device_failure(k, d);
   return {};
 }
