@@ -55,6 +55,9 @@ struct CounterDef {
   std::string denominator;
   double scale = 1.0;
 
+  // What every backend says of each counter first; the rest keeps its default.
+  static CounterDef named(std::string name, std::string unit, std::string backend, std::string device,
+                          epprof_counter_kind kind, std::string description);
   void fill(epprof_counter_info* out) const;
 };
 

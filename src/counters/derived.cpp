@@ -8,26 +8,14 @@ namespace {
 
 CounterDef host(const std::string& device, const char* name, const char* unit, Source source,
                 const char* description) {
-  CounterDef c;
-  c.name = name;
-  c.description = description;
-  c.unit = unit;
-  c.backend = "host";
-  c.device = device;
-  c.kind = EPPROF_COUNTER_DERIVED;
+  CounterDef c = CounterDef::named(name, unit, "host", device, EPPROF_COUNTER_DERIVED, description);
   c.source = source;
   return c;
 }
 
 CounterDef ratio(const std::string& device, const char* name, const char* unit, const char* num,
                  const char* den, double scale, const char* description) {
-  CounterDef c;
-  c.name = name;
-  c.description = description;
-  c.unit = unit;
-  c.backend = "ratio";
-  c.device = device;
-  c.kind = EPPROF_COUNTER_DERIVED;
+  CounterDef c = CounterDef::named(name, unit, "ratio", device, EPPROF_COUNTER_DERIVED, description);
   c.source = Source::Ratio;
   c.numerator = num;
   c.denominator = den;

@@ -70,16 +70,12 @@ class FakePmuBackend final : public Backend {
   std::vector<CounterDef> list() override {
     std::vector<CounterDef> out;
     auto add = [&](const char* name, Slot slot, uint64_t increment, const char* what) {
-      CounterDef c;
-      c.name = name;
-      c.unit = "count";
-      c.backend = "fake-pmu";
-      c.device = "fake-pmu";
-      c.kind = EPPROF_COUNTER_HARDWARE;
+      CounterDef c = CounterDef::named(name, "count", "fake-pmu", "fake-pmu", EPPROF_COUNTER_HARDWARE,
+                                       std::string("Simulated ") + what +
+                                           (slot == Slot::Fixed ? " (fixed counter)" : "") + ": adds " +
+                                           std::to_string(increment) + " per start/stop interval.");
       c.slot = slot;
       c.fake_increment = increment;
-      c.description = std::string("Simulated ") + what + (slot == Slot::Fixed ? " (fixed counter)" : "") +
-                      ": adds " + std::to_string(increment) + " per start/stop interval.";
       out.push_back(std::move(c));
     };
     add("cycles", Slot::Fixed, 10 * kUnit, "core cycles");

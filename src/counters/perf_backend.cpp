@@ -142,18 +142,16 @@ PmuInfo detect_pmu() {
   return info;
 }
 
-CounterDef perf_def(const char* name, const char* unit, uint32_t type, uint64_t config,
-                    const char* description) {
-  CounterDef c;
-  c.name = name;
-  c.unit = unit;
-  c.description = description;
-  c.backend = "perf_event";
-  c.device = "cpu";
+// A CPU counter counted through perf_event_open with this type and config.
+CounterDef perf_def(std::string name, std::string unit, std::string backend, uint32_t type, uint64_t config,
+                    std::string description) {
+  const bool software = type == PERF_TYPE_SOFTWARE;
+  CounterDef c = CounterDef::named(std::move(name), std::move(unit), std::move(backend), "cpu",
+                                   software ? EPPROF_COUNTER_SOFTWARE : EPPROF_COUNTER_HARDWARE,
+                                   std::move(description));
   c.perf_type = type;
   c.perf_config = config;
-  c.kind = type == PERF_TYPE_SOFTWARE ? EPPROF_COUNTER_SOFTWARE : EPPROF_COUNTER_HARDWARE;
-  c.slot = type == PERF_TYPE_SOFTWARE ? Slot::None : Slot::Programmable;
+  c.slot = software ? Slot::None : Slot::Programmable;
   return c;
 }
 
@@ -219,7 +217,7 @@ class PerfBackend final : public Backend {
         {"emulation-faults", "count", PERF_COUNT_SW_EMULATION_FAULTS, "Instructions the kernel emulated."},
     };
     for (const auto& s : kSoftware) {
-      CounterDef c = perf_def(s.name, s.unit, PERF_TYPE_SOFTWARE, s.config, s.description);
+      CounterDef c = perf_def(s.name, s.unit, "perf_event", PERF_TYPE_SOFTWARE, s.config, s.description);
       const int rc = probe(c);
       if (rc < 0) mark_unsupported(&c, errno_reason(-rc));
       out.push_back(std::move(c));
@@ -237,7 +235,7 @@ class PerfBackend final : public Backend {
         {"branch-misses", PERF_COUNT_HW_BRANCH_MISSES, "Mispredicted branches."},
     };
     for (const auto& h : kHardware) {
-      CounterDef c = perf_def(h.name, "count", PERF_TYPE_HARDWARE, h.config, h.description);
+      CounterDef c = perf_def(h.name, "count", "perf_event", PERF_TYPE_HARDWARE, h.config, h.description);
       // Intel-style fixed counters hold cycles and instructions without a
       // programmable slot.
       if (pmu_.fixed >= 2 && (h.config == PERF_COUNT_HW_CPU_CYCLES || h.config == PERF_COUNT_HW_INSTRUCTIONS))
@@ -268,22 +266,13 @@ class PerfBackend final : public Backend {
                               "this machine";
       return false;
     }
-    CounterDef c;
-    c.name = name;
-    c.unit = "count";
-    c.description = "PMU-native event, encoded by libpfm4 as perf type " + std::to_string(attr.type) +
-                    ", config 0x" + to_hex(attr.config) + ".";
-    c.backend = "libpfm4";
-    c.device = "cpu";
-    c.perf_type = attr.type;
-    c.perf_config = attr.config;
+    CounterDef c = perf_def(name, "count", "libpfm4", attr.type, attr.config,
+                            "PMU-native event, encoded by libpfm4 as perf type " + std::to_string(attr.type) +
+                                ", config 0x" + to_hex(attr.config) + ".");
     c.perf_config1 = attr.config1;
     c.perf_config2 = attr.config2;
-    const bool software = attr.type == PERF_TYPE_SOFTWARE;
-    c.kind = software ? EPPROF_COUNTER_SOFTWARE : EPPROF_COUNTER_HARDWARE;
-    c.slot = software ? Slot::None : Slot::Programmable;
     const int prc = probe(c);
-    if (prc < 0) mark_unsupported(&c, software ? errno_reason(-prc) : hardware_reason(-prc));
+    if (prc < 0) mark_unsupported(&c, c.kind == EPPROF_COUNTER_SOFTWARE ? errno_reason(-prc) : hardware_reason(-prc));
     *out = std::move(c);
     return true;
 #else

@@ -55,6 +55,18 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+CounterDef CounterDef::named(std::string name, std::string unit, std::string backend, std::string device,
+                             epprof_counter_kind kind, std::string description) {
+  CounterDef c;
+  c.name = std::move(name);
+  c.unit = std::move(unit);
+  c.backend = std::move(backend);
+  c.device = std::move(device);
+  c.kind = kind;
+  c.description = std::move(description);
+  return c;
+}
+
 void CounterDef::fill(epprof_counter_info* out) const {
   // The caller's size covers at least up to `size` (checked by the caller);
   // fields beyond it are not written.
