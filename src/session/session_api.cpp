@@ -88,6 +88,23 @@ epprof_status* own_callback(const char* fn) {
                           std::string(fn) + ": called from the session's own callback, which would wait for itself");
 }
 
+// The session behind `session`, or NOT_FOUND for a stale handle.
+epprof_status* find(const char* fn, epprof_session_t session, std::shared_ptr<Session>* out) {
+  *out = find(session);
+  return *out ? nullptr : not_found(fn);
+}
+
+// The session behind `session` for opening or ending a pass: NOT_FOUND, or
+// FAILED_PRECONDITION unless its replay mode has passes.
+epprof_status* find_for_passes(const char* fn, epprof_session_t session, std::shared_ptr<Session>* out) {
+  if (epprof_status* st = find(fn, session, out)) return st;
+  const auto mode = (*out)->settings().replay;
+  if (mode != EPPROF_REPLAY_APPLICATION && mode != EPPROF_REPLAY_USER)
+    return base::make_status(EPPROF_FAILED_PRECONDITION,
+                             std::string(fn) + ": passes are opened only in APPLICATION or USER replay mode");
+  return nullptr;
+}
+
 // The session behind `session` for stop, flush or destroy, with the table
 // locked by the caller (`locked`) or not: NOT_FOUND for a stale handle,
 // FAILED_PRECONDITION from the session's own callback (it would wait for
@@ -375,8 +392,8 @@ EPPROF_API epprof_status* epprof_session_get_state(epprof_session_t session, epp
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_get_state";
   if (!out) return null_argument(fn, "out");
-  auto s = es::find(session);
-  if (!s) return es::not_found(fn);
+  std::shared_ptr<es::Session> s;
+  if (epprof_status* st = es::find(fn, session, &s)) return st;
   *out = s->state();
   return nullptr;
   EPPROF_API_END
@@ -389,8 +406,8 @@ EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session, epp
   if (stats->size < sizeof(size_t))
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": stats->size (" + std::to_string(stats->size) +
                                                     ") is too small; set it to sizeof(epprof_session_stats)");
-  auto s = es::find(session);
-  if (!s) return es::not_found(fn);
+  std::shared_ptr<es::Session> s;
+  if (epprof_status* st = es::find(fn, session, &s)) return st;
   epprof_session_stats st{};
   s->stats(st);
   st.size = std::min(stats->size, sizeof st);
@@ -402,12 +419,8 @@ EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session, epp
 EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, uint32_t pass) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_begin_pass";
-  auto s = es::find(session);
-  if (!s) return es::not_found(fn);
-  const auto mode = s->settings().replay;
-  if (mode != EPPROF_REPLAY_APPLICATION && mode != EPPROF_REPLAY_USER)
-    return make_status(EPPROF_FAILED_PRECONDITION,
-                       std::string(fn) + ": passes are opened only in APPLICATION or USER replay mode");
+  std::shared_ptr<es::Session> s;
+  if (epprof_status* st = es::find_for_passes(fn, session, &s)) return st;
   int64_t none = -1;
   if (!s->open_pass.compare_exchange_strong(none, int64_t(pass)))
     return make_status(EPPROF_FAILED_PRECONDITION,
@@ -419,12 +432,8 @@ EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, ui
 EPPROF_API epprof_status* epprof_session_end_pass(epprof_session_t session) {
   EPPROF_API_BEGIN
   const char* fn = "epprof_session_end_pass";
-  auto s = es::find(session);
-  if (!s) return es::not_found(fn);
-  const auto mode = s->settings().replay;
-  if (mode != EPPROF_REPLAY_APPLICATION && mode != EPPROF_REPLAY_USER)
-    return make_status(EPPROF_FAILED_PRECONDITION,
-                       std::string(fn) + ": passes are opened only in APPLICATION or USER replay mode");
+  std::shared_ptr<es::Session> s;
+  if (epprof_status* st = es::find_for_passes(fn, session, &s)) return st;
   if (s->open_pass.exchange(-1) < 0)
     return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": no pass is open");
   return nullptr;
