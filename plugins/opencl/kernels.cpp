@@ -146,11 +146,26 @@ __kernel void conv2d(__global const float* X, __global const float* W, __global 
   Y[(nm * p.oh + oy) * p.ow + ox] = acc;
 }
 
-__kernel void maxpool2d(__global const float* X, __global float* Y, win_t p) {
+// A pool's work-item: the output element it writes (one per (plane, oy,
+// ox)), where that element's plane starts in the input, and its window's
+// first input row and column (negative in the padding).
+typedef struct { bool in_range; long out, in, y0, x0; } pool_site_t;
+pool_site_t pool_site(win_t p) {
+  pool_site_t s;
   long ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
-  if (ox >= p.ow || oy >= p.oh || plane >= p.n * p.c) return;
-  __global const float* x = X + plane * p.h * p.w;
-  long y0 = oy * p.sh - p.pad_top, x0 = ox * p.sw - p.pad_left;
+  s.in_range = ox < p.ow && oy < p.oh && plane < p.n * p.c;
+  s.out = (plane * p.oh + oy) * p.ow + ox;
+  s.in = plane * p.h * p.w;
+  s.y0 = oy * p.sh - p.pad_top;
+  s.x0 = ox * p.sw - p.pad_left;
+  return s;
+}
+
+__kernel void maxpool2d(__global const float* X, __global float* Y, win_t p) {
+  pool_site_t s = pool_site(p);
+  if (!s.in_range) return;
+  __global const float* x = X + s.in;
+  long y0 = s.y0, x0 = s.x0;
   float best = -FLT_MAX;
   for (long ky = 0; ky < p.kh; ++ky) {
     long iy = y0 + ky * p.dh;
@@ -160,23 +175,23 @@ __kernel void maxpool2d(__global const float* X, __global float* Y, win_t p) {
       if (ix >= 0 && ix < p.w) best = fmax(best, x[iy * p.w + ix]);
     }
   }
-  Y[(plane * p.oh + oy) * p.ow + ox] = best;
+  Y[s.out] = best;
 }
 
 // The mean of the window's input elements; with count_include_pad, the
 // divisor counts the window's positions up to the end of the padding.
 __kernel void avgpool2d(__global const float* X, __global float* Y, win_t p) {
-  long ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
-  if (ox >= p.ow || oy >= p.oh || plane >= p.n * p.c) return;
-  __global const float* x = X + plane * p.h * p.w;
-  long ys = oy * p.sh - p.pad_top, xs = ox * p.sw - p.pad_left;
+  pool_site_t s = pool_site(p);
+  if (!s.in_range) return;
+  __global const float* x = X + s.in;
+  long ys = s.y0, xs = s.x0;
   long ye = min(ys + p.kh, p.h + p.pad_bottom), xe = min(xs + p.kw, p.w + p.pad_right);
   long ylo = max(ys, 0L), yhi = min(ye, p.h), xlo = max(xs, 0L), xhi = min(xe, p.w);
   float sum = 0.0f;
   for (long iy = ylo; iy < yhi; ++iy)
     for (long ix = xlo; ix < xhi; ++ix) sum += x[iy * p.w + ix];
   long count = p.count_include_pad ? (ye - ys) * (xe - xs) : max(yhi - ylo, 0L) * max(xhi - xlo, 0L);
-  Y[(plane * p.oh + oy) * p.ow + ox] = count > 0 ? sum / (float)count : 0.0f;
+  Y[s.out] = count > 0 ? sum / (float)count : 0.0f;
 }
 
 // One work-item per (n, c) plane.
