@@ -117,8 +117,8 @@ ComputeResult prepare_elementwise(const OpKernel& k, const epprof_ep_tensor* in,
 // parameters: `Params` is the device's struct of rank, n (the output's
 // element count), dims and the inputs' element strides sa and sb, in its
 // integer type. Not Ok when the node cannot run (shapes that do not
-// broadcast, a rank above kMaxBroadcastRank); Ok with p->n == 0 when the
-// output is empty; else Ok and *y the output.
+// broadcast, a rank above kMaxBroadcastRank); Ok with *y null (and p->n
+// 0) when the output is empty; else Ok and *y the output.
 template <class Params>
 ComputeResult prepare_binary(const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs, Params* p,
                              float** y) {
@@ -130,8 +130,11 @@ ComputeResult prepare_binary(const OpKernel& k, const epprof_ep_tensor* in, eppr
                                                         " is above the EP's limit of " +
                                                         std::to_string(kMaxBroadcastRank));
   *p = Params{};
-  ComputeResult r = allocate(k, outputs, out, y);
-  if (r.kind != ComputeResult::Kind::Ok) return r;
+  *y = nullptr;
+  float* allocated = nullptr;
+  ComputeResult r = allocate(k, outputs, out, &allocated);
+  if (r.kind != ComputeResult::Kind::Ok || count(out) == 0) return r;
+  *y = allocated;
   p->rank = static_cast<decltype(p->rank)>(out.size());
   p->n = count(out);
   for (size_t i = 0; i < out.size(); ++i) p->dims[i] = out[i];

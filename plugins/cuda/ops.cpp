@@ -33,9 +33,8 @@ KernelId kernel_of(Op op) {
 ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
   BroadcastParams p;
   float* y = nullptr;
-  ComputeResult r = prepare_binary(k, in, outputs, &p, &y);
+  if (ComputeResult r = prepare_binary(k, in, outputs, &p, &y); r.kind != Kind::Ok || !y) return r;
   const int64_t n = p.n;
-  if (r.kind != Kind::Ok || n == 0) return r;
   float *ma = nullptr, *mb = nullptr, *my = nullptr;
   void* args[] = {&ma, &mb, &my, &p};
   if (!d.upload(in[0].data, in[0].byte_size, &ma) || !d.upload(in[1].data, in[1].byte_size, &mb) ||

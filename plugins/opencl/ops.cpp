@@ -71,9 +71,8 @@ namespace {
 ComputeResult run_binary(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* in, epprof_ep_outputs* outputs) {
   BroadcastParams p;
   float* y = nullptr;
-  ComputeResult r = prepare_binary(k, in, outputs, &p, &y);
+  if (ComputeResult r = prepare_binary(k, in, outputs, &p, &y); r.kind != Kind::Ok || !y) return r;
   const int64_t n = p.n;
-  if (r.kind != Kind::Ok || n == 0) return r;
   cl_mem ma, mb, my;
   cl_kernel kern;
   const size_t global = static_cast<size_t>(n);
