@@ -46,15 +46,21 @@ void ChromeTraceSink::ts(int64_t ts_ns) {
 }
 
 void ChromeTraceSink::host_head(const HostEventOut& e) {
-  // Slots by the name's address (interned names keep theirs); the entry
-  // still compares the text, so any name is written right.
-  const uint64_t key = (reinterpret_cast<uintptr_t>(e.name.data()) >> 3) ^ uint64_t(e.tid) * 0x9E3779B97F4A7C15ull ^
-                       e.category;
-  const size_t slot = size_t(key ^ key >> 29) % kHeads;
+  // Slots by the interned name, else by the name's address; an entry
+  // without an id compares the text, so any name is written right.
+  const uint32_t name_id = e.record ? e.record->name : 0;
+  const uint64_t name_key = name_id ? name_id : reinterpret_cast<uintptr_t>(e.name.data()) >> 3;
+  // Multiplicative hashing of the whole key: the slot is the product's top
+  // bits, which every bit of the key reaches (the small, dense name ids and
+  // thread ids that differ in few bits included).
+  const uint64_t key = (name_key * 0x9E3779B97F4A7C15ull) ^ (uint64_t(e.tid) * 0xC2B2AE3D27D4EB4Full) ^ e.category;
+  const size_t slot = size_t(((key ^ key >> 31) * 0xFF51AFD7ED558CCDull) >> (64 - kHeadBits));
   Head& h = heads_[slot];
-  if (!h.used || h.tid != e.tid || h.category != e.category || h.pid != e.pid || h.name != e.name) {
+  if (!h.used || h.tid != e.tid || h.category != e.category || h.pid != e.pid || h.name_id != name_id ||
+      (!name_id && h.name != e.name)) {
     h.used = true;
-    h.name.assign(e.name);
+    h.name_id = name_id;
+    h.name.assign(name_id ? std::string_view() : e.name);
     h.pid = e.pid;
     h.tid = e.tid;
     h.category = e.category;

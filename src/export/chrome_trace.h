@@ -48,16 +48,19 @@ class ChromeTraceSink final : public TraceSink {
   // Every host event of one (name, category, pid, tid) opens with the same
   // text, `,\n{"cat":"Node","name":"...","pid":P,"tid":T,"ts":`: it is
   // escaped and formatted once, then copied. Direct-mapped; a collision
-  // only rebuilds an entry. The name is compared by content, so a caller's
-  // string needs no particular lifetime.
+  // only rebuilds an entry. An event with a record names itself by the
+  // record's interned name id, compared as a number; one without is
+  // compared by content, so a caller's string needs no particular lifetime.
   struct Head {
-    std::string name;  // the key's name
+    uint32_t name_id = 0;  // the key's interned name, or 0: `name` is the key
+    std::string name;
     int64_t pid = 0, tid = 0;
     uint8_t category = 0;
     bool used = false;
     std::string text;  // from the ",\n" that separates it from the item before
   };
-  static constexpr size_t kHeads = 256;
+  static constexpr unsigned kHeadBits = 8;
+  static constexpr size_t kHeads = size_t(1) << kHeadBits;
   std::array<Head, kHeads> heads_;
 
   JsonWriter w_;

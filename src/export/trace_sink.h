@@ -36,7 +36,9 @@ struct HostEventOut {
   int64_t ts_ns;   // since T0
   int64_t dur_ns;
   uint64_t correlation_id;
-  const core::Record* record;  // for its args (core::ArgIterator)
+  // For its args (core::ArgIterator); when set, its interned name id is
+  // `name`'s, and sinks may key what they cache by it.
+  const core::Record* record;
   const std::vector<ExtraArg>* extra_args = nullptr;  // annotations, or nullptr
 };
 

@@ -21,10 +21,11 @@ Attribution::Attribution(const DeviceEvents& device) {
                      Entry{exporter::Attribution{d.event->correlation_id, false, false, {}, {}, 0, 0, 0}});
 }
 
-void Attribution::resolve(Entry& entry, const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns) {
+void Attribution::resolve(Entry& entry, const core::Record& r, int64_t tid, int64_t ts_ns) {
   exporter::Attribution& a = entry.a;
   a.resolved = true;
-  a.parent_name = name;
+  const std::string* name = core::interned(r.name);
+  a.parent_name = name ? std::string_view(*name) : std::string_view("?");  // as the trace names it
   a.host_tid = tid;
   a.host_ts_ns = ts_ns;
   entry.node = r.category == EPPROF_CATEGORY_NODE ? core::node_of(&r) : nullptr;

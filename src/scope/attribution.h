@@ -26,11 +26,11 @@ class Attribution {
 
   // Offers a host event, in merged order (cheap when no device event
   // names its id). `kept`: whether the trace keeps it (trace_filter.*).
-  void host_event(const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns, bool kept) {
+  void host_event(const core::Record& r, int64_t tid, int64_t ts_ns, bool kept) {
     if (by_id_.empty()) return;
     auto it = by_id_.find(r.correlation_id);
     if (it != by_id_.end() && !it->second.a.resolved) {
-      resolve(it->second, r, name, tid, ts_ns);
+      resolve(it->second, r, tid, ts_ns);
       it->second.left_out = !kept;
     }
   }
@@ -67,7 +67,7 @@ class Attribution {
     const core::NodeIdentity* node = nullptr;  // what the host event declared, if anything
     bool left_out = false;  // the host event that resolved it is not in the trace
   };
-  static void resolve(Entry& entry, const core::Record& r, std::string_view name, int64_t tid, int64_t ts_ns);
+  static void resolve(Entry& entry, const core::Record& r, int64_t tid, int64_t ts_ns);
 
   std::unordered_map<uint64_t, Entry> by_id_;  // only ids device events name
   uint64_t unattributed_ = 0;

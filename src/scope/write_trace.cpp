@@ -102,7 +102,7 @@ class EndOrder {
       // An event left out still owns its memory and resolves its device
       // work's attribution (which is then left out with it).
       const bool kept = !filter_ || filter_->keep_host(*r);
-      attribution_.host_event(*r, name_of(*r), e.tid, e.ts, kept);
+      attribution_.host_event(*r, e.tid, e.ts, kept);
       if (memory_) memory_->host_event(*r, e.tid, e.ts, e.end());
       write_ended_before(e.ts);
       if (!kept) continue;

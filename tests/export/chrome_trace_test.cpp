@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/intern.h"
 #include "core/record.h"
 #include "epprof/event.h"
 #include "export/chrome_trace.h"
@@ -157,6 +158,35 @@ TEST(ChromeTraceSink, EveryHostEventKeepsItsOwnNameCategoryAndThread) {
   EXPECT_NE(b, std::string::npos) << text;
   EXPECT_LT(a, b) << text;
   EXPECT_LT(b, c) << text;
+}
+
+TEST(ChromeTraceSink, EventsWithRecordsAreKeyedByTheirInternedNames) {
+  // Records name their events by interned id, which the cache keys by: more
+  // ids than slots, on several threads and categories, each still written
+  // with its own name (a cache keyed by id alone, or by thread alone, fails).
+  std::vector<core::Record> recs;
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) {
+    names.push_back("interned_node_" + std::to_string(i) + "_kernel_time");
+    core::Record r{};
+    r.name = core::intern(names.back());
+    recs.push_back(r);
+  }
+  std::vector<HostEventOut> events;
+  uint64_t id = 1;
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = 0; i < recs.size(); ++i)
+      for (int64_t tid : {7, 8})
+        for (uint8_t cat : {uint8_t(EPPROF_CATEGORY_NODE), uint8_t(EPPROF_CATEGORY_KERNEL)})
+          events.push_back({cat, names[i], 42, tid, int64_t(id) * 1000, 500, id, &recs[i]}), ++id;
+  std::shuffle(events.begin(), events.end(), std::mt19937_64(5));
+  const std::vector<Written> written = write_and_parse(events);
+  ASSERT_EQ(written.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(written[i].name, std::string(events[i].name)) << i;
+    EXPECT_EQ(written[i].cat, category_name(events[i].category)) << i;
+    EXPECT_EQ(written[i].tid, events[i].tid) << i;
+  }
 }
 
 }  // namespace
