@@ -133,7 +133,11 @@ std::string shape_to_string(const Shape& shape) {
   return s + "]";
 }
 
-Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape)) {
+Tensor::Tensor(DataType type, Shape shape) : Tensor(type, std::move(shape), true) {}
+
+Tensor Tensor::uninitialized(DataType type, Shape shape) { return Tensor(type, std::move(shape), false); }
+
+Tensor::Tensor(DataType type, Shape shape, bool zeroed) : type_(type), shape_(std::move(shape)) {
   const int64_t n = shape_size(shape_);
   const size_t es = element_size(type);
   if (static_cast<uint64_t>(n) > (uint64_t{1} << 40) / es)
@@ -143,7 +147,19 @@ Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape
   const size_t alloc = ((bytes_ + 63) / 64) * 64 + 64;
   void* p = memory::acquire_buffer(alloc);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, alloc);
+  if (zeroed) {
+    std::memset(p, 0, alloc);
+  } else {
+    // EPPROF_RT_POISON_UNINITIALIZED=1 (for tests) fills the data with 0xFF
+    // bytes, NaN as floats, so a kernel that leaves an element unwritten
+    // fails its comparison instead of passing on a recycled buffer's zeros.
+    static const bool poison = [] {
+      const char* v = std::getenv("EPPROF_RT_POISON_UNINITIALIZED");
+      return v && *v && *v != '0';
+    }();
+    if (poison) std::memset(p, 0xFF, bytes_);
+    std::memset(static_cast<char*>(p) + bytes_, 0, alloc - bytes_);  // the padding past the data stays defined
+  }
   const memory::Owners owners = memory::report_allocated(p, alloc);
   if (owners.n == 0) {
     data_ = std::shared_ptr<void>(p, [alloc](void* q) { memory::release_buffer(q, alloc); });

@@ -185,7 +185,7 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
         T* ym = y + om * OH * OW;
         for (int64_t oh = 0; oh < OH; ++oh) {
           T* yr = ym + oh * OW;
-          if (bias) fill_value(yr, OW, bias[m]);  // else the row stays as Tensor made it: zeros
+          fill_value(yr, OW, bias ? bias[m] : T{});  // while the row is in L1: Y is not zeroed first
           size_t ntaps = 0;
           for (int64_t kh = 0; kh < KH; ++kh) {
             const int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
@@ -322,14 +322,19 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
   if (bias && (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->size() != cs.M))
     fail("Conv bias B must be " + std::string(type_name(x.dtype())) + "[" + std::to_string(cs.M) + "], got " +
          bias->description());
-  Tensor out(x.dtype(), cs.out_shape);
+  // Every element is written: the depthwise loop fills each row before it
+  // accumulates; the gemm accumulates onto the bias, or onto zeros.
+  Tensor out = Tensor::uninitialized(x.dtype(), cs.out_shape);
   T* y = out.mutable_data<T>();
   const T* b = bias ? bias->data<T>() : nullptr;
   if (is_depthwise_2d(cs)) {
     conv_depthwise_2d(x.data<T>(), wt.data<T>(), b, cs, y);
     return out;
   }
-  if (b) fill_bias(b, cs, y);  // else Y stays as Tensor made it: zeros
+  if (b)
+    fill_bias(b, cs, y);
+  else
+    fill_value(y, out.size(), T{});
   conv_im2col_gemm(x.data<T>(), wt.data<T>(), cs, y);
   return out;
 }

@@ -82,7 +82,7 @@ std::unique_ptr<Kernel> binary_arith(const Node& node, F f) {
       if constexpr (!accepts<K, T>()) {
         fail_type(who, "input A", a, K);
       } else {
-        Tensor out(a.dtype(), s.out);
+        Tensor out = Tensor::uninitialized(a.dtype(), s.out);
         broadcast_binary(a.data<T>(), s.a, b.data<T>(), s.b, out.mutable_data<T>(), s.out,
                          [&](T x, T y) { return from_compute<T>(f(to_compute(x), to_compute(y))); });
         ctx.outputs[0] = std::move(out);
@@ -155,7 +155,7 @@ std::unique_ptr<Kernel> make_prelu(const Node& node) {
       if constexpr (!accepts<Accept::Signed, T>()) {
         fail_type(who, "X", x, Accept::Signed);
       } else {
-        Tensor out(x.dtype(), x.shape());
+        Tensor out = Tensor::uninitialized(x.dtype(), x.shape());
         broadcast_binary(x.data<T>(), x.shape(), slope.data<T>(), ss, out.mutable_data<T>(), x.shape(), [](T xv, T sv) {
           const auto v = to_compute(xv);
           return v < 0 ? from_compute<T>(wrap_mul(v, to_compute(sv))) : xv;
@@ -210,7 +210,7 @@ std::unique_ptr<Kernel> make_pow(const Node& node) {
       if constexpr (std::is_same_v<TA, int32_t> || std::is_same_v<TA, int64_t> || accepts<Accept::Float, TA>()) {
         dispatch_real(b.dtype(), [&](auto tb) {
           using TB = decltype(tb);
-          Tensor out(a.dtype(), s.out);
+          Tensor out = Tensor::uninitialized(a.dtype(), s.out);
           broadcast_binary(a.data<TA>(), s.a, b.data<TB>(), s.b, out.mutable_data<TA>(), s.out, [](TA x, TB y) {
             return from_compute<TA>(pow_value(to_compute(x), to_compute(y)));
           });
@@ -267,7 +267,7 @@ std::unique_ptr<Kernel> variadic(const Node& node, F f, bool mean = false) {
           ctx.outputs[0] = first;
           return;
         }
-        Tensor out(first.dtype(), so);
+        Tensor out = Tensor::uninitialized(first.dtype(), so);
         T* o = out.mutable_data<T>();
         const auto step = [&](auto x, auto y) { return from_compute<T>(f(to_compute(x), to_compute(y))); };
         const Tensor& second = ctx.input(1);

@@ -92,7 +92,7 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node) {
           var[static_cast<size_t>(c)] = count > 0 ? sq / count : 0.0;
         }
       }
-      Tensor out(x.dtype(), x.shape());
+      Tensor out = Tensor::uninitialized(x.dtype(), x.shape());  // scale_shift_channels writes it all
       std::vector<double> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) {
         const size_t ci = static_cast<size_t>(c);

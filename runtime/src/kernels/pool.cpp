@@ -156,15 +156,16 @@ std::unique_ptr<Kernel> make_max_pool(const Node& node) {
     const Tensor& x = ctx.input(0);
     const Window w = resolve_window(attrs, x.shape(), attrs.kernel);
     const Shape os = pooled_shape(x, w);
-    Tensor out(x.dtype(), os);
     const bool want_indices = ctx.outputs.size() > 1;
-    Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
-    Tensor* ip = want_indices ? &indices : nullptr;
     if (!want_indices && x.dtype() == DataType::Float) {
+      Tensor out = Tensor::uninitialized(x.dtype(), os);  // every row is filled, then maxed onto
       max_pool_values<float>(x, w, out);
       ctx.outputs[0] = std::move(out);
       return;
     }
+    Tensor out(x.dtype(), os);
+    Tensor indices = want_indices ? Tensor(DataType::Int64, os) : Tensor();
+    Tensor* ip = want_indices ? &indices : nullptr;
     switch (x.dtype()) {
       case DataType::Float: max_pool<float>(x, w, storage_order, out, ip); break;
       case DataType::Double: max_pool<double>(x, w, storage_order, out, ip); break;

@@ -101,7 +101,7 @@ std::unique_ptr<Kernel> make_concat(const Node& node) {
         if (d != axis && t.dim(d) != first.dim(d)) fail("Concat inputs differ: " + first.description() + " and " + t.description());
       os[axis] += t.dim(axis);
     }
-    Tensor out(first.dtype(), os);
+    Tensor out = Tensor::uninitialized(first.dtype(), os);  // the inputs' rows cover every output row
     int64_t outer = 1;
     for (size_t d = 0; d < axis; ++d) outer *= os[d];
     const size_t es = element_size(first.dtype());

@@ -27,7 +27,7 @@ std::unique_ptr<Kernel> unary(const Node& node, F f) {
       if constexpr (!accepts<K, T>()) {
         fail_type(who, "input", x, K);
       } else {
-        Tensor out(x.dtype(), x.shape());
+        Tensor out = Tensor::uninitialized(x.dtype(), x.shape());
         const T* in = x.data<T>();
         T* o = out.mutable_data<T>();
         transform_elements(in, o, x.size(), [&f](T v) { return from_compute<T>(f(to_compute(v))); });
@@ -264,7 +264,7 @@ std::unique_ptr<Kernel> make_clip(const Node& node) {
           bound(1, "min", lo);
           bound(2, "max", hi);
         }
-        Tensor out(x.dtype(), x.shape());
+        Tensor out = Tensor::uninitialized(x.dtype(), x.shape());
         const T* in = x.data<T>();
         T* o = out.mutable_data<T>();
         // min > max sets everything to max, as the spec says; NaN stays NaN.

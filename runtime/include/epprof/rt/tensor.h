@@ -81,6 +81,10 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DataType type, Shape shape);  // zero-initialised buffer
+  // A dense tensor whose buffer is NOT initialised (it may hold an earlier
+  // tensor's bytes): for a kernel that writes every element before anything
+  // reads one. Saves the zeroing pass, one write of the whole output.
+  static Tensor uninitialized(DataType type, Shape shape);
 
   // A sequence of tensors of `element_type` (each item must be a dense tensor of that type).
   static Tensor sequence_of(DataType element_type, std::vector<Tensor> items);
@@ -124,6 +128,7 @@ class Tensor {
   struct Composite;  // what data_ holds for a sequence or an empty optional
   const Composite& composite() const { return *static_cast<const Composite*>(data_.get()); }
 
+  Tensor(DataType type, Shape shape, bool zeroed);
   void check_type(DataType expected) const;
   [[noreturn]] static void throw_size_mismatch(int64_t expected, size_t got);
 
