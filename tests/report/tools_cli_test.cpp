@@ -138,7 +138,17 @@ TEST_F(ToolsCli, DiffFlagsAnOpMadeSlower) {
   // B: every Relu node takes 5 ms longer; nothing else changes.
   json ev = load_json(dir_->file("a.json"));
   for (json& e : ev)
-    if (e["cat"] == "Node" && e["args"]["op_name"] == "Relu") e["dur"] = e["dur"].get<double>() + 5000.0;
+    if (e["cat"] == "Node" && e["args"]["op_name"] == "Relu") {
+      // From its exact length: an integer-us trace writes a slice under
+      // 1 us as 1 us with the exact length in "dur_ns" (which the 5 ms
+      // slower slice no longer needs; fractional "dur" says it).
+      double exact_us = e["dur"].get<double>();
+      if (e["args"].contains("dur_ns")) {
+        exact_us = std::stod(e["args"]["dur_ns"].get<std::string>()) / 1000.0;
+        e["args"].erase("dur_ns");
+      }
+      e["dur"] = exact_us + 5000.0;
+    }
   TempDir dir;
   save_json(dir.file("slow.json"), ev);
   CmdResult r = run_cmd(cli() + " diff " + dir_->file("a.json") + " " + dir.file("slow.json") + " --format json");
