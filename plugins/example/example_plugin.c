@@ -354,18 +354,28 @@ static epprof_status* example_stop_event(epprof_ep_profiler* self, uint64_t corr
 
   /* The simulated kernel: the second half of the host event as seen on the
    * EP clock, converted with the start-offset formula and tagged with the
-   * id that was on top of this thread's stack. */
+   * id that was on top of this thread's stack. Device work cannot outlast
+   * the node that waits for it, and a thread may be preempted between the
+   * host's end timestamp and this call: when the host reports the event's
+   * interval, the span is clipped to it first, so that a preempted call
+   * still leaves the kernel half of the event rather than nothing (for an
+   * event shorter than the clocks' offset error the host's interval stands
+   * in). The kernel ends an eighth of the node before the node does (the
+   * host reads its end time after the wait), so that its buffer's free is
+   * still the node's after the trace's final clock conversion. */
   read_host_event(p, event, &info);
-  start = to_host_ns(p, top.ep_start_ns + (ep_stop - top.ep_start_ns) / 2);
+  start = to_host_ns(p, top.ep_start_ns);
   end = to_host_ns(p, ep_stop);
-  /* Device work cannot outlast the node that waits for it. A thread may be
-   * preempted between the host's end timestamp and this call, so when the
-   * host reports the event's interval, keep the kernel inside it. */
-  if (info.dur_ns > 0) {
-    if (end > info.ts_ns + info.dur_ns) end = info.ts_ns + info.dur_ns;
+  if (info.dur_ns > 1) {
+    const int64_t last = info.ts_ns + info.dur_ns - 1 - info.dur_ns / 8;
+    if (end > last) end = last;
     if (start < info.ts_ns) start = info.ts_ns;
-    if (start > end) start = end;
+    if (start >= end) {
+      start = info.ts_ns;
+      end = last;
+    }
   }
+  start += (end - start) / 2;
   memset(&k, 0, sizeof k);
   k.correlation_id = top.correlation_id;
   k.ts_ns = start;
