@@ -100,6 +100,13 @@ TEST(Sgemm, MatchesADoublePrecisionProductOnEveryKernelHere) {
       {false, false, 7, 1100, 40, 1.0f, 1.0f, 1},   // columns past one block (1024)
       {false, true, 3, 5, 0, 1.0f, 0.5f, 2},        // k = 0: C = beta C
       {false, false, 4, 4, 4, 0.0f, 0.0f, 0},       // alpha = 0, beta = 0: zeros, C unread
+      // 16 columns or fewer (AVX-512's 16 x 16 kernel): a 1x1 Conv on a 3x4
+      // map, A in place; rows not a multiple of 16 with A packed (A^T), a
+      // second depth block and beta; 2 columns, the fewest it takes.
+      {false, false, 384, 12, 384, 1.0f, 0.0f, 0},
+      {true, false, 37, 16, 300, 0.5f, 1.0f, 2},
+      {false, true, 100, 7, 513, -2.0f, 0.25f, 1},
+      {false, false, 257, 2, 64, 1.0f, 0.0f, 0},
   };
   for (const char* kernel : kernels)
     for (const Case& c : cases) check(kernel, c);

@@ -21,10 +21,10 @@ const char* sgemm_kernel();
 // is written without being read. Single-threaded; safe to call from several
 // threads at once (each has its own packing buffers). Returns false, having
 // done nothing, when sgemm_kernel() is "", or for a product of few columns
-// and more rows (n < half a tile's width, m > n: a Conv's weights against a
-// 1-D output of a few steps), where the wide tiles would be mostly padding
-// and OpenBLAS was measured faster (epprof_gemm_bench); the caller then uses
-// OpenBLAS.
+// and more rows where no kernel of this CPU's set fits it: AVX-512 runs 16 or
+// fewer columns on a 16 x 16 tile and takes 2 and up; AVX2 declines n < 8
+// with m > n, where its tiles would be mostly padding and OpenBLAS was
+// measured faster (epprof_gemm_bench). The caller then uses OpenBLAS.
 // Throws std::bad_alloc if its packing buffers cannot grow.
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
