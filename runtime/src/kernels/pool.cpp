@@ -6,6 +6,7 @@
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/simd.h"
 
 namespace epprof::rt::kernels {
 
@@ -245,21 +246,40 @@ std::unique_ptr<Kernel> make_lp_pool(const Node& n) { return make_window_sum_poo
 // GlobalAveragePool, GlobalMaxPool and GlobalLpPool: one reduction per (n, c) plane.
 enum class GlobalKind { Average, Max, Lp };
 
+// A plane's sum (in double) or maximum, over 8 independent lanes so that
+// the loop vectorises (one chain of dependent adds ran at a fraction of the
+// machine: GlobalAveragePool took 2.3x ONNX Runtime's time on ppocr_v4_det).
+// The maximum ignores NaN, as std::max(acc, v) does.
+template <typename T, bool Max>
+EPPROF_SIMD_CLONES double plane_reduce(const T* x, int64_t n) noexcept {
+  constexpr int kLanes = 8;
+  const double init = Max ? -std::numeric_limits<double>::infinity() : 0.0;
+  double lanes[kLanes];
+  for (double& l : lanes) l = init;
+  int64_t s = 0;
+  for (; s + kLanes <= n; s += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const double v = static_cast<double>(x[s + l]);
+      lanes[l] = Max ? std::max(lanes[l], v) : lanes[l] + v;
+    }
+  double acc = init;
+  for (double l : lanes) acc = Max ? std::max(acc, l) : acc + l;
+  for (; s < n; ++s) acc = Max ? std::max(acc, static_cast<double>(x[s])) : acc + static_cast<double>(x[s]);
+  return acc;
+}
+
 template <typename T>
 void global_pool(const Tensor& x, GlobalKind kind, double p, Tensor& out) {
   const int64_t planes = x.dim(0) * x.dim(1), S = planes ? x.size() / planes : 0;
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xp = x.data<T>() + pl * S;
-    double acc = kind == GlobalKind::Max ? -std::numeric_limits<double>::infinity() : 0.0;
-    for (int64_t s = 0; s < S; ++s) {
-      const double v = xp[s];
-      if (kind == GlobalKind::Max)
-        acc = std::max(acc, v);
-      else if (kind == GlobalKind::Average)
-        acc += v;
-      else
-        acc += std::pow(std::fabs(v), p);
-    }
+    double acc = 0.0;
+    if (kind == GlobalKind::Max)
+      acc = plane_reduce<T, true>(xp, S);
+    else if (kind == GlobalKind::Average)
+      acc = plane_reduce<T, false>(xp, S);
+    else
+      for (int64_t s = 0; s < S; ++s) acc += std::pow(std::fabs(static_cast<double>(xp[s])), p);
     if (kind == GlobalKind::Average) acc = S ? acc / static_cast<double>(S) : 0.0;
     if (kind == GlobalKind::Lp) acc = std::pow(acc, 1.0 / p);
     out.mutable_data<T>()[pl] = static_cast<T>(acc);
