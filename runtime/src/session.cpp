@@ -147,6 +147,10 @@ struct GraphParts {
   std::vector<const Kernel*> kernels;  // per node
   std::vector<size_t> providers;       // per node
   size_t key_base = 0;  // NodeInfo::node_index of the graph's node i is key_base + i
+  // Values of enclosing scopes known when the plan is built (their
+  // initializers and folded values), by name: a subgraph folds what reads
+  // only these and its own initializers. Null for the top-level graph.
+  const std::map<std::string, const Tensor*>* outer_known = nullptr;
 };
 
 void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan, size_t* next_key);
@@ -157,9 +161,10 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
 // *next_key: a subgraph's node.index repeats the main graph's, and an
 // observer keys its state per node by node_index.
 std::shared_ptr<const detail::ExecPlan> compile_subgraph(const Session::Impl& s, const Graph& graph,
-                                                         size_t* next_key) {
+                                                         size_t* next_key,
+                                                         const std::map<std::string, const Tensor*>* outer_known) {
   auto plan = std::make_shared<detail::ExecPlan>();
-  GraphParts parts{graph.nodes, graph.initializers, graph.outer_inputs, {}, {}, {}, {}, *next_key};
+  GraphParts parts{graph.nodes, graph.initializers, graph.outer_inputs, {}, {}, {}, {}, *next_key, outer_known};
   *next_key += graph.nodes.size();
   for (const auto& in : graph.inputs) parts.inputs.push_back(in.name);
   for (const auto& out : graph.outputs) parts.outputs.push_back(out.name);
@@ -189,6 +194,34 @@ std::optional<Tensor> folded_constant(const Node& node, const Kernel& kernel) {
   return std::move(ctx.outputs[0]);
 }
 
+// The outputs of a node whose inputs are all known now (`inputs`: each
+// non-empty one's value), computed once by its kernel, when folding may
+// replace running it: a CPU EP node in the default domain, with no
+// subgraphs, not a random generator, whose kernel gives every named output.
+// Nothing when it may not, or when the kernel fails: the node then runs
+// (and fails) in the run, where the error names it as a run's errors do.
+std::optional<std::vector<Tensor>> folded_outputs(const Node& node, const Kernel& kernel, const std::string& provider,
+                                                  const std::vector<const Tensor*>& inputs) {
+  static const char* const kRandom[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
+                                        "RandomUniformLike", "Bernoulli", "Multinomial"};
+  if (provider != "CPUExecutionProvider" || !node.domain.empty() || node.outputs.empty()) return std::nullopt;
+  for (const auto& kv : node.attributes)
+    if (kv.second.kind == Attribute::Kind::Graph) return std::nullopt;
+  for (const char* op : kRandom)
+    if (node.op_type == op) return std::nullopt;
+  KernelContext ctx;
+  ctx.inputs = inputs;
+  ctx.outputs.resize(node.outputs.size());
+  try {
+    kernel.compute(ctx);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  for (size_t o = 0; o < node.outputs.size(); ++o)
+    if (!node.outputs[o].empty() && ctx.outputs[o].empty()) return std::nullopt;
+  return std::move(ctx.outputs);
+}
+
 void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan, size_t* next_key) {
   std::map<std::string, int> slot;
   std::vector<bool> is_init;
@@ -201,20 +234,57 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     return id;
   };
   for (const auto& name : g.outer) plan.outer_slots.push_back(slot_of(name));
+  std::map<int, const Tensor*> init_value;  // initializers and known outer values, by slot
+  std::map<std::string, const Tensor*> known_by_name;  // what this scope's subgraphs may fold with
+  if (g.outer_known) {
+    for (const auto& name : g.outer)
+      if (auto it = g.outer_known->find(name); it != g.outer_known->end()) {
+        init_value.emplace(slot_of(name), it->second);
+        known_by_name.emplace(name, it->second);
+      }
+  }
   for (const auto& kv : g.initializers) {
     const int id = slot_of(kv.first);
     is_init[static_cast<size_t>(id)] = true;
+    init_value[id] = &kv.second;
+    known_by_name[kv.first] = &kv.second;
   }
   for (const auto& in : g.inputs) plan.input_slots.push_back(slot_of(in));
-  std::map<int, Tensor> folded;  // Constant nodes' outputs, by slot
+  std::map<int, Tensor> folded;  // folded nodes' outputs, by slot
   std::map<int, size_t> producer;
+  // The value of a slot known now (an initializer or a folded output), or null.
+  auto known = [&](int id) -> const Tensor* {
+    if (auto it = folded.find(id); it != folded.end()) return &it->second;
+    auto it = init_value.find(id);
+    return it != init_value.end() ? it->second : nullptr;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (std::optional<Tensor> value = folded_constant(node, *g.kernels[i])) {
       const int id = slot_of(node.outputs[0]);
       is_init[static_cast<size_t>(id)] = true;  // read as an initializer from here on
-      folded.emplace(id, std::move(*value));
+      known_by_name[node.outputs[0]] = &folded.emplace(id, std::move(*value)).first->second;
       continue;
+    }
+    if (s.options.fold_constants && !node.inputs.empty() && node.implicit_inputs.empty()) {
+      std::vector<const Tensor*> inputs;
+      bool all_known = true;
+      for (const auto& in : node.inputs) {
+        const Tensor* t = in.empty() ? nullptr : known(slot_of(in));
+        all_known = all_known && (in.empty() || t);
+        inputs.push_back(t);
+      }
+      std::optional<std::vector<Tensor>> values;
+      if (all_known) values = folded_outputs(node, *g.kernels[i], s.provider_names[g.providers[i]], inputs);
+      if (values) {
+        for (size_t o = 0; o < node.outputs.size(); ++o) {
+          if (node.outputs[o].empty()) continue;
+          const int id = slot_of(node.outputs[o]);
+          is_init[static_cast<size_t>(id)] = true;
+          known_by_name[node.outputs[o]] = &folded.emplace(id, std::move((*values)[o])).first->second;
+        }
+        continue;
+      }
     }
     detail::NodePlan np;
     np.node = &node;
@@ -234,7 +304,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       if (kv.second.kind != Attribute::Kind::Graph) continue;
       detail::SubgraphPlan sp;
       sp.graph = kv.second.graph.get();
-      sp.plan = compile_subgraph(s, *sp.graph, next_key);
+      sp.plan = compile_subgraph(s, *sp.graph, next_key, s.options.fold_constants ? &known_by_name : nullptr);
       sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::prove_epochs(*sp.plan));
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
@@ -393,6 +463,10 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->model.output
 const std::vector<Node>& Session::nodes() const { return impl_->model.nodes; }
 const std::string& Session::provider_of(size_t i) const { return impl_->provider_names.at(impl_->node_provider.at(i)); }
 const char* Session::executor_name() const { return impl_->executor->name(); }
+bool Session::node_runs(size_t i) const {
+  const auto& plan = impl_->plan.nodes;
+  return std::any_of(plan.begin(), plan.end(), [i](const detail::NodePlan& np) { return np.node_index == i; });
+}
 int Session::intra_op_threads() const { return impl_->intra_op_threads; }
 int Session::inter_op_threads() const { return impl_->executor->threads(); }
 int Session::opset() const { return impl_->model.opset; }

@@ -531,6 +531,34 @@ TEST(RunCli, InputOfTheWrongShapeIsNamed) {
   EXPECT_NE(r.output.find("no input named 'nosuch'"), std::string::npos) << r.output;
 }
 
+// By default nodes computed from initializers alone run once, at session
+// creation, and are in no run's events (as in ONNX Runtime's profile);
+// --no-constant-folding runs and traces them on every run.
+TEST(RunCli, ConstantFoldingLeavesFoldedNodesOutOfTheTrace) {
+  TempDir dir;
+  auto m = rtt::make_model();
+  rtt::add_io(m, true, "x", {2});
+  rtt::add_float_init(m, "w", {2}, {1, 2});
+  rtt::add_node(m, "Neg", "neg_w", {"w"}, {"k"});
+  rtt::add_node(m, "Add", "add", {"x", "k"}, {"y"});
+  rtt::add_io(m, false, "y", {2});
+  const std::string model = dir.file("fold.onnx");
+  std::ofstream(model, std::ios::binary) << rtt::bytes(m);
+  for (const bool fold : {true, false}) {
+    SCOPED_TRACE(fold ? "default" : "--no-constant-folding");
+    const std::string trace = dir.file(fold ? "folded.json" : "unfolded.json");
+    std::vector<std::string> args{model, "--runs", "2", "--warmup", "0", "--no-table", "--output", trace};
+    if (!fold) args.push_back("--no-constant-folding");
+    Result r = epprof(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::map<std::string, int> nodes;
+    for (const auto& e : epprof::testing::read_trace(trace))
+      if (e.cat == "Node" && e.ph == "X") ++nodes[e.name];
+    EXPECT_EQ(nodes["add_kernel_time"], 2);
+    EXPECT_EQ(nodes["neg_w_kernel_time"], fold ? 0 : 2);
+  }
+}
+
 TEST(RunCli, SavedOutputsAreTensorProtoFilesNamedAfterTheGraphOutputs) {
   TempDir dir;
   const std::string model = dir.file("relu.onnx");

@@ -203,3 +203,93 @@ TEST(Session, ConstantNodesAreFoldedIntoInitializers) {
     EXPECT_NE(e.message().find("'not_a_value' is not a value attribute"), std::string::npos) << e.message();
   }
 }
+
+// Nodes whose inputs are all initializers, or outputs of such nodes, are
+// computed once when the session is created (SessionOptions::fold_constants,
+// as ONNX Runtime's constant folding): they never run. A node reading a run
+// input still runs; one whose kernel fails when folded is left to fail in
+// the run, named; fold_constants = false runs every node.
+TEST(Session, NodesOfInitializersAreFoldedOnce) {
+  namespace t = epprof::rt::testing;
+  onnx::ModelProto m = t::make_model();
+  t::add_io(m, true, "x", {2});
+  t::add_float_init(m, "w", {4}, {1, 2, 3, 4});
+  t::add_int64_init(m, "starts", {1}, {1});
+  t::add_int64_init(m, "ends", {1}, {3});
+  t::add_node(m, "Slice", "slice_w", {"w", "starts", "ends"}, {"w2"});  // [2, 3]
+  t::add_node(m, "Neg", "neg_w2", {"w2"}, {"k"});                      // [-2, -3]: folded from a folded value
+  t::add_node(m, "Add", "add", {"x", "k"}, {"y"});
+  t::add_io(m, false, "y", {2});
+
+  struct Seen final : RunObserver {
+    std::vector<std::string> ran;
+    void node_begin(const NodeInfo& info) override { ran.push_back(info.node.name); }
+  };
+  for (const bool fold : {true, false}) {
+    SCOPED_TRACE(fold ? "folded" : "not folded");
+    Seen seen;
+    SessionOptions so;
+    so.observer = &seen;
+    so.fold_constants = fold;
+    Session s = Session::from_bytes(t::bytes(m), so);
+    const auto out = s.run({{"x", Tensor::from_vector<float>({2}, {10, 20})}});
+    EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{8, 17}));
+    const std::vector<std::string> want =
+        fold ? std::vector<std::string>{"add"} : std::vector<std::string>{"slice_w", "neg_w2", "add"};
+    EXPECT_EQ(seen.ran, want);
+    EXPECT_EQ(s.node_runs(0), !fold);
+    EXPECT_EQ(s.node_runs(1), !fold);
+    EXPECT_TRUE(s.node_runs(2));
+  }
+
+  // Inside an If: the branch's Neg of an initializer of the main graph (an
+  // outer value known at creation) is folded; its Add of the run's input
+  // runs. The If itself runs, reading the input's condition.
+  onnx::ModelProto branchy = t::make_model(16);
+  t::add_io(branchy, true, "x", {2});
+  t::add_io(branchy, true, "c", {}, onnx::TensorProto::BOOL);
+  t::add_float_init(branchy, "w", {2}, {1, 2});
+  auto* iff = t::add_node(branchy, "If", "if", {"c"}, {"y"});
+  auto* then_g = t::graph_attr(iff, "then_branch");
+  t::gnode(then_g, "Neg", "neg_w", {"w"}, {"nw"});
+  t::gnode(then_g, "Add", "add", {"x", "nw"}, {"t"});
+  t::gio(then_g, false, "t", onnx::TensorProto::FLOAT, {2});
+  auto* else_g = t::graph_attr(iff, "else_branch");
+  t::gnode(else_g, "Add", "add_w", {"x", "w"}, {"e"});
+  t::gio(else_g, false, "e", onnx::TensorProto::FLOAT, {2});
+  t::add_io(branchy, false, "y", {2});
+  for (const bool fold : {true, false}) {
+    SCOPED_TRACE(fold ? "subgraph folded" : "subgraph not folded");
+    Seen seen;
+    SessionOptions so;
+    so.observer = &seen;
+    so.fold_constants = fold;
+    Session s = Session::from_bytes(t::bytes(branchy), so);
+    Tensor cond(DataType::Bool, {});
+    cond.mutable_data<bool>()[0] = true;
+    const auto out = s.run({{"x", Tensor::from_vector<float>({2}, {10, 20})}, {"c", cond}});
+    EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{9, 18}));
+    const std::vector<std::string> want =
+        fold ? std::vector<std::string>{"if", "if/then_branch/add"}
+             : std::vector<std::string>{"if", "if/then_branch/neg_w", "if/then_branch/add"};
+    EXPECT_EQ(seen.ran, want);
+  }
+
+  // A Reshape of initializers to a shape they cannot take: the session is
+  // created, and the run fails naming the node.
+  onnx::ModelProto bad = t::make_model();
+  t::add_io(bad, true, "x", {2});
+  t::add_float_init(bad, "w", {4}, {1, 2, 3, 4});
+  t::add_int64_init(bad, "shape", {1}, {3});
+  t::add_node(bad, "Reshape", "bad_reshape", {"w", "shape"}, {"k"});
+  t::add_node(bad, "Add", "add", {"x", "k"}, {"y"});
+  t::add_io(bad, false, "y", {2});
+  Session s = Session::from_bytes(t::bytes(bad));
+  EXPECT_TRUE(s.node_runs(0));
+  try {
+    s.run({{"x", Tensor::from_vector<float>({2}, {1, 2})}});
+    FAIL() << "a Reshape of 4 elements to [3] ran";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("bad_reshape"), std::string::npos) << e.message();
+  }
+}

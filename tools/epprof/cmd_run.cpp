@@ -43,6 +43,7 @@ struct Options {
   rt::ExecutorKind executor = rt::ExecutorKind::Sequential;
   int threads = 0;           // intra-op; 0: the runtime's default (ONNX Runtime's)
   int inter_op_threads = 0;  // parallel executor's pool; 0: hardware concurrency
+  bool fold_constants = true;  // rt::SessionOptions::fold_constants
   int runs = 10;
   int warmup = 1;
   uint64_t seed = 42;
@@ -90,6 +91,10 @@ void print_help() {
       "  --inter-op-threads N parallel executor threads (nodes run at once), 1..256;\n"
       "                       only with --executor parallel (default: %u, the logical CPUs).\n"
       "                       Its nodes share the --threads intra-op threads\n"
+      "  --no-constant-folding\n"
+      "                       run every node on every run. By default, as in ONNX\n"
+      "                       Runtime, nodes computed from initializers alone run once\n"
+      "                       when the session is created and are not in the trace\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
@@ -180,6 +185,8 @@ int parse(int argc, char** argv, Options& o) {
       o.eps = split_list(v);
       for (const auto& ep : o.eps)
         if (ep.empty()) return usage_error(kCommand, "--ep: empty name in '" + std::string(v) + "'");
+    } else if (a == "--no-constant-folding") {
+      o.fold_constants = false;
     } else if (a == "--executor") {
       if (!(v = need(i))) return usage_error(kCommand, "--executor needs sequential or parallel");
       if (std::strcmp(v, "sequential") == 0) o.executor = rt::ExecutorKind::Sequential;
@@ -485,6 +492,7 @@ int execute(const Options& o) {
   so.executor = o.executor;
   so.intra_op_threads = o.threads;
   so.inter_op_threads = o.inter_op_threads;
+  so.fold_constants = o.fold_constants;
   std::vector<epprof_plugin_t> plugins = load_plugins(o);
   if (o.profile) {
     for (epprof_plugin_t p : register_ep_profilers(so)) plugins.push_back(p);

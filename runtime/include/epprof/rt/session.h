@@ -42,6 +42,13 @@ struct SessionOptions {
   int inter_op_threads = 0;        // 0..kMaxThreads; parallel executor only; 0 → hardware concurrency
   RunObserver* observer = nullptr;  // session-wide observer (not owned); also sees load/init phases
   bool shape_inference = true;     // run ONNX shape inference at load (failures are ignored)
+  // Compute once, when the session is created, every CPU EP node whose
+  // inputs are all initializers or such nodes' outputs (no subgraphs, no
+  // random ops), as ONNX Runtime's constant folding does at its default
+  // optimisation level: they then never run, so they never show in a
+  // profile, as in ONNX Runtime's. false: every node runs on every run.
+  // Constant nodes are folded either way.
+  bool fold_constants = true;
 
   static constexpr int kMaxThreads = 1024;  // larger values are refused (ErrorKind::BadOption)
 };
@@ -74,6 +81,9 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   const std::vector<Node>& nodes() const;      // topological order
   const std::string& provider_of(size_t node_index) const;
+  // Whether top-level node `node_index` runs in a run: false for the nodes
+  // computed once at creation (Constant nodes; SessionOptions::fold_constants).
+  bool node_runs(size_t node_index) const;
   const char* executor_name() const;
   int intra_op_threads() const;                 // resolved: options' value, or the default for 0
   int inter_op_threads() const;                 // the parallel executor's pool size; 0 for the sequential one
