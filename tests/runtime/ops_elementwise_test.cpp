@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -106,6 +107,27 @@ TEST(OpsElementwise, IntegerPowIsExact) {
             {Tensor::from_vector<int64_t>({4}, {3, 2, -1, 1}), Tensor::from_vector<int32_t>({4}, {39, -1, -3, -5})},
             onnx::TensorProto::INT64);
   EXPECT_EQ(p.run()[0].to_vector<int64_t>(), (std::vector<int64_t>{4052555153018976267LL, 0, -1, 1}));
+}
+
+TEST(OpsElementwise, SquaringPowIsBitForBitStdPow) {
+  // An exponent of exactly 2 (float or double, broadcast from [1] or [1,1])
+  // takes a fast path: every value, specials included, as std::pow gives it.
+  const std::vector<float> x{0.0f, -0.0f, 1.5f, -3.25f, 1e-30f, 3e19f, -3e19f, 7.1e-39f,
+                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                             std::numeric_limits<float>::quiet_NaN(), 123456.789f};
+  const Tensor base = Tensor::from_vector<float>({2, 6}, x);
+  for (const Tensor& two : {Tensor::from_vector<float>({1}, {2.0f}), Tensor::from_vector<double>({1, 1}, {2.0})}) {
+    OneNode p("Pow", {base, two}, kFloat);
+    const std::vector<float> got = p.run()[0].to_vector<float>();
+    ASSERT_EQ(got.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = std::pow(x[i], 2.0f);
+      EXPECT_EQ(std::memcmp(&got[i], &want, sizeof want), 0) << x[i] << ": " << got[i] << " vs " << want;
+    }
+  }
+  // An exponent near 2 is not squared.
+  OneNode near("Pow", {base, Tensor::from_vector<float>({1}, {2.0000002f})}, kFloat);
+  EXPECT_EQ(near.run()[0].to_vector<float>()[2], std::pow(1.5f, 2.0000002f));
 }
 
 TEST(OpsElementwise, PowRejectsUnsignedBase) {
