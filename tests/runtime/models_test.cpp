@@ -283,6 +283,25 @@ TEST(Session, NodesOfInitializersAreFoldedOnce) {
     EXPECT_EQ(runs, (std::vector<bool>{true}));  // the If runs
   }
 
+  // A folded value that is a graph output comes back from every run.
+  onnx::ModelProto outputs_folded = t::make_model();
+  t::add_io(outputs_folded, true, "x", {2});
+  t::add_float_init(outputs_folded, "w", {2}, {1, 2});
+  t::add_node(outputs_folded, "Neg", "neg_w", {"w"}, {"k"});
+  t::add_node(outputs_folded, "Add", "add", {"x", "k"}, {"y"});
+  t::add_io(outputs_folded, false, "k", {2});
+  t::add_io(outputs_folded, false, "y", {2});
+  {
+    Session s = Session::from_bytes(t::bytes(outputs_folded));
+    EXPECT_FALSE(s.node_runs(0));
+    for (int run = 0; run < 2; ++run) {
+      const auto out = s.run({{"x", Tensor::from_vector<float>({2}, {10, 20})}});
+      ASSERT_EQ(out.size(), 2u);
+      EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{-1, -2}));
+      EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{9, 18}));
+    }
+  }
+
   // A Reshape of initializers to a shape they cannot take: the session is
   // created, and the run fails naming the node.
   onnx::ModelProto bad = t::make_model();
