@@ -80,75 +80,52 @@ struct Kernel {
 
 #ifdef EPPROF_SGEMM_X86
 
-// 8 x 32: 16 zmm accumulators; per k, two B loads, eight A broadcasts and 16
-// FMAs.
-template <bool InPlace>
+// Rows x (16 * Vecs), Rows * Vecs = 16 zmm accumulators; per k, Vecs B
+// loads, Rows A broadcasts and 16 FMAs. 8 x 32 for most products; 16 x 16
+// for products of few columns (a 1x1 Conv over a map of a few pixels: 12
+// columns waste 20 of the 8 x 32 tile's 32 lanes, 4 of the 16 x 16's).
+template <int Rows, int Vecs, bool InPlace>
 __attribute__((target("avx512f,fma"))) void micro_avx512(int64_t kc, const float* a, int64_t lda, const float* bp,
                                                          float* c, int64_t ldc, int64_t mr, int64_t nr,
                                                          float alpha, float beta) {
-  __m512 acc[8][2];
-  const float* ar[8];
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) {
-    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  static_assert(Rows * Vecs == 16, "16 accumulators of the 32 zmm registers");
+  __m512 acc[Rows][Vecs];
+  const float* ar[Rows];
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < Vecs; ++v) acc[r][v] = _mm512_setzero_ps();
     ar[r] = InPlace ? a + (r < mr ? r : 0) * lda : a + r;
   }
-  constexpr int64_t kStep = InPlace ? 1 : 8;
-  for (int64_t p = 0, off = 0; p < kc; ++p, off += kStep, bp += 32) {
-    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) {
+  constexpr int64_t kStep = InPlace ? 1 : Rows;
+  for (int64_t p = 0, off = 0; p < kc; ++p, off += kStep, bp += 16 * Vecs) {
+    __m512 b[Vecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < Vecs; ++v) b[v] = _mm512_load_ps(bp + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r) {
       const __m512 av = _mm512_set1_ps(ar[r][off]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+#pragma GCC unroll 2
+      for (int v = 0; v < Vecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = nr >= 16 ? __mmask16(0xffff) : __mmask16((1u << nr) - 1);
-  const __mmask16 m1 = nr >= 32 ? __mmask16(0xffff) : nr <= 16 ? __mmask16(0) : __mmask16((1u << (nr - 16)) - 1);
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) {
+  __mmask16 mask[Vecs];  // each vector's lanes inside the tile's nr columns
+#pragma GCC unroll 2
+  for (int v = 0; v < Vecs; ++v) {
+    const int64_t left = nr - 16 * v;
+    mask[v] = left >= 16 ? __mmask16(0xffff) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
     if (r >= mr) break;
     float* cr = c + r * ldc;
-    __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
-    if (beta != 0.0f) {
-      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
-      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
+#pragma GCC unroll 2
+    for (int v = 0; v < Vecs; ++v) {
+      __m512 out = _mm512_mul_ps(acc[r][v], va);
+      if (beta != 0.0f) out = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v), out);
+      _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
     }
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    _mm512_mask_storeu_ps(cr + 16, m1, v1);
-  }
-}
-
-// 16 x 16, for products of few columns (a 1x1 Conv over a map of a few
-// pixels: 12 columns waste 20 of the 8 x 32 kernel's 32 lanes, 4 of its 16):
-// 16 zmm accumulators; per k, one B load, sixteen A broadcasts and 16 FMAs.
-template <bool InPlace>
-__attribute__((target("avx512f,fma"))) void micro_avx512_narrow(int64_t kc, const float* a, int64_t lda,
-                                                                const float* bp, float* c, int64_t ldc, int64_t mr,
-                                                                int64_t nr, float alpha, float beta) {
-  __m512 acc[16];
-  const float* ar[16];
-#pragma GCC unroll 16
-  for (int r = 0; r < 16; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    ar[r] = InPlace ? a + (r < mr ? r : 0) * lda : a + r;
-  }
-  constexpr int64_t kStep = InPlace ? 1 : 16;
-  for (int64_t p = 0, off = 0; p < kc; ++p, off += kStep, bp += 16) {
-    const __m512 b0 = _mm512_load_ps(bp);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ar[r][off]), b0, acc[r]);
-  }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = nr >= 16 ? __mmask16(0xffff) : __mmask16((1u << nr) - 1);
-#pragma GCC unroll 16
-  for (int r = 0; r < 16; ++r) {
-    if (r >= mr) break;
-    float* cr = c + r * ldc;
-    __m512 v0 = _mm512_mul_ps(acc[r], va);
-    if (beta != 0.0f) v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
-    _mm512_mask_storeu_ps(cr, m0, v0);
   }
 }
 
@@ -200,8 +177,8 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* a, 
     for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = tile[r][j] + (beta != 0.0f ? beta * c[r * ldc + j] : 0.0f);
 }
 
-constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512<false>, micro_avx512<true>};
-constexpr Kernel kAvx512Narrow{"avx512", 16, 16, micro_avx512_narrow<false>, micro_avx512_narrow<true>};
+constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512<8, 2, false>, micro_avx512<8, 2, true>};
+constexpr Kernel kAvx512Narrow{"avx512", 16, 16, micro_avx512<16, 1, false>, micro_avx512<16, 1, true>};
 constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2<false>, micro_avx2<true>};
 
 // The kernel of kern's instruction set for a product of n columns: AVX-512's
