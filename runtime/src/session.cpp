@@ -234,45 +234,35 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     return id;
   };
   for (const auto& name : g.outer) plan.outer_slots.push_back(slot_of(name));
-  std::map<int, const Tensor*> init_value;  // initializers and known outer values, by slot
-  std::map<std::string, const Tensor*> known_by_name;  // what this scope's subgraphs may fold with
-  if (g.outer_known) {
+  // The values known now, by name: the enclosing scopes' known values this
+  // graph reads, its initializers, and the folded outputs as they come.
+  // What folding reads, here and in this graph's subgraphs.
+  std::map<std::string, const Tensor*> known;
+  if (g.outer_known)
     for (const auto& name : g.outer)
-      if (auto it = g.outer_known->find(name); it != g.outer_known->end()) {
-        init_value.emplace(slot_of(name), it->second);
-        known_by_name.emplace(name, it->second);
-      }
-  }
+      if (auto it = g.outer_known->find(name); it != g.outer_known->end()) known.emplace(name, it->second);
   for (const auto& kv : g.initializers) {
-    const int id = slot_of(kv.first);
-    is_init[static_cast<size_t>(id)] = true;
-    init_value[id] = &kv.second;
-    known_by_name[kv.first] = &kv.second;
+    is_init[static_cast<size_t>(slot_of(kv.first))] = true;
+    known[kv.first] = &kv.second;
   }
   for (const auto& in : g.inputs) plan.input_slots.push_back(slot_of(in));
   std::map<int, Tensor> folded;  // folded nodes' outputs, by slot
   std::map<int, size_t> producer;
-  // The value of a slot known now (an initializer or a folded output), or null.
-  auto known = [&](int id) -> const Tensor* {
-    if (auto it = folded.find(id); it != folded.end()) return &it->second;
-    auto it = init_value.find(id);
-    return it != init_value.end() ? it->second : nullptr;
-  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (std::optional<Tensor> value = folded_constant(node, *g.kernels[i])) {
       const int id = slot_of(node.outputs[0]);
       is_init[static_cast<size_t>(id)] = true;  // read as an initializer from here on
-      known_by_name[node.outputs[0]] = &folded.emplace(id, std::move(*value)).first->second;
+      known[node.outputs[0]] = &folded.emplace(id, std::move(*value)).first->second;
       continue;
     }
     if (s.options.fold_constants && !node.inputs.empty() && node.implicit_inputs.empty()) {
       std::vector<const Tensor*> inputs;
       bool all_known = true;
       for (const auto& in : node.inputs) {
-        const Tensor* t = in.empty() ? nullptr : known(slot_of(in));
-        all_known = all_known && (in.empty() || t);
-        inputs.push_back(t);
+        auto it = in.empty() ? known.end() : known.find(in);
+        all_known = all_known && (in.empty() || it != known.end());
+        inputs.push_back(it != known.end() ? it->second : nullptr);
       }
       std::optional<std::vector<Tensor>> values;
       if (all_known) values = folded_outputs(node, *g.kernels[i], s.provider_names[g.providers[i]], inputs);
@@ -281,7 +271,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
           if (node.outputs[o].empty()) continue;
           const int id = slot_of(node.outputs[o]);
           is_init[static_cast<size_t>(id)] = true;
-          known_by_name[node.outputs[o]] = &folded.emplace(id, std::move((*values)[o])).first->second;
+          known[node.outputs[o]] = &folded.emplace(id, std::move((*values)[o])).first->second;
         }
         continue;
       }
@@ -304,7 +294,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       if (kv.second.kind != Attribute::Kind::Graph) continue;
       detail::SubgraphPlan sp;
       sp.graph = kv.second.graph.get();
-      sp.plan = compile_subgraph(s, *sp.graph, next_key, s.options.fold_constants ? &known_by_name : nullptr);
+      sp.plan = compile_subgraph(s, *sp.graph, next_key, s.options.fold_constants ? &known : nullptr);
       sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::prove_epochs(*sp.plan));
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
