@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "epprof/rt/session.h"
+#include "kernels/conv_direct.h"
+#include "kernels/sgemm.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
@@ -345,6 +347,18 @@ const std::vector<ConvCase>& conv_cases() {
       {"generic 3x3 dil2 asym pads", 1, 2, 7, 9, 3, 1, 3, 3, 1, 1, 2, 2, 0, 3, 2, 1, false},
       {"1-D depthwise k4 s3 dil2", 2, 3, 1, 20, 3, 3, 1, 4, 1, 3, 1, 2, 0, 2, 0, 1, true, true},
       {"1-D generic k5 s2", 1, 2, 1, 17, 3, 1, 1, 5, 1, 2, 1, 1, 0, 1, 0, 3, true, true},
+      // Output rows of 12 columns or more: the implicit GEMM on AVX-512
+      // (conv_direct.cpp), with 16-column segments, masked ends, an odd last
+      // segment, channel tiles of fewer than 8 rows, strides, dilations and
+      // groups.
+      {"direct 3x3 s1 pad1, 32-column rows", 2, 5, 6, 32, 19, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"direct 3x3 s1 pad1, 16-column rows", 1, 7, 5, 16, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+      {"direct 3x3 s2 pad1, 13-column rows", 1, 4, 9, 26, 11, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      {"direct 5x3 s(1,3) dil(2,1) asym", 1, 3, 11, 80, 9, 1, 5, 3, 1, 3, 2, 1, 2, 0, 1, 2, false},
+      {"direct 3x3 dil2 pads wider", 1, 2, 4, 40, 6, 1, 3, 3, 1, 1, 2, 3, 3, 4, 2, 5, true},
+      {"direct grouped 3x3, 44-column rows", 2, 6, 3, 44, 10, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"direct 2x2 s2 no pad", 1, 3, 8, 64, 16, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true},
+      {"1-D direct k3 s1 pad1", 2, 4, 1, 37, 12, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
   };
   return cases;
 }
@@ -359,4 +373,31 @@ TEST(OpsConvFamily, ConvMatchesNaiveReferenceFloat) {
 
 TEST(OpsConvFamily, ConvMatchesNaiveReferenceDouble) {
   for (const ConvCase& c : conv_cases()) check_conv_case<double>(c);
+}
+
+// The cases named "direct" above reach the implicit GEMM wherever the CPU has
+// AVX-512; rows of 8 columns (half a vector) and pointwise convs do not.
+TEST(OpsConvFamily, WideRowsTakeTheDirectConvOnAvx512) {
+  using namespace epprof::rt::kernels;
+  const bool avx512 = std::string(sgemm_kernel()) == "avx512";
+  auto resolve = [](const ConvCase& c) {
+    WindowAttrs attrs;
+    if (c.one_d) {
+      attrs.strides = {c.sw}, attrs.dilations = {c.dw}, attrs.pads = {c.pl, c.pr};
+      return resolve_conv(attrs, c.group, {c.N, c.C, c.W}, {c.M, c.C / c.group, c.KW}, "Conv");
+    }
+    attrs.strides = {c.sh, c.sw}, attrs.dilations = {c.dh, c.dw}, attrs.pads = {c.pt, c.pl, c.pb, c.pr};
+    return resolve_conv(attrs, c.group, {c.N, c.C, c.H, c.W}, {c.M, c.C / c.group, c.KH, c.KW}, "Conv");
+  };
+  int direct = 0;
+  for (const ConvCase& c : conv_cases()) {
+    if (std::string(c.name).find("direct") == std::string::npos) continue;
+    EXPECT_EQ(conv_direct_runs(resolve(c)), avx512) << c.name;
+    ++direct;
+  }
+  EXPECT_EQ(direct, 8);
+  const ConvCase narrow = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  EXPECT_FALSE(conv_direct_runs(resolve(narrow)));
+  const ConvCase pointwise = {"pointwise", 1, 4, 8, 32, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true};
+  EXPECT_FALSE(conv_direct_runs(resolve(pointwise)));
 }

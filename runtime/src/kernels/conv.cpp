@@ -1,13 +1,17 @@
-// Conv, float and double, by one of two lowerings:
+// Conv, float and double, by one of three lowerings:
 // - depthwise (group == C: each output channel reads one input channel; up to
 //   4 output channels per input channel) over 1 or 2 spatial dims: a direct
 //   SIMD loop over output rows, no im2col, no per-channel 1 x P x K gemm;
-// - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and an
-//   OpenBLAS gemm per image, group and tile of output rows.
-// Both split their work across the intra-op threads (intra_op.h): ranges of
+// - float on AVX-512, kernels larger than 1x1, output rows of 12 columns or
+//   more (conv_direct.h): an implicit GEMM that reads X where it lies;
+// - everything else: im2col (skipped for 1x1 stride-1 unpadded kernels) and a
+//   gemm (the runtime's sgemm or OpenBLAS) per image, group and tile of
+//   output rows.
+// All split their work across the intra-op threads (intra_op.h): ranges of
 // output rows, or of channels, each written by one thread.
-// The bias is written into Y first and accumulated onto, so it costs no pass
-// of its own (OpenBLAS's beta = 0 pass over C is replaced by the bias fill).
+// The bias costs no pass of its own: the implicit GEMM starts its sums from
+// it; the gemm lowering writes it into Y and accumulates onto it (OpenBLAS's
+// beta = 0 pass over C is replaced by the bias fill).
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "kernels/common.h"
+#include "kernels/conv_direct.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/matmul_util.h"
 #include "kernels/sgemm.h"
@@ -330,6 +335,12 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
   if (is_depthwise_2d(cs)) {
     conv_depthwise_2d(x.data<T>(), wt.data<T>(), b, cs, y);
     return out;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv_direct_runs(cs)) {
+      conv_direct(x.data<T>(), wt.data<T>(), b, cs, y);
+      return out;
+    }
   }
   if (b)
     fill_bias(b, cs, y);

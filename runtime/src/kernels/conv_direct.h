@@ -1,0 +1,28 @@
+// Float Conv as an implicit GEMM on AVX-512: the product of W and the im2col
+// matrix, with that matrix neither written out nor packed. The micro-kernel
+// reads each of its columns straight from a zero-padded copy of X.
+//
+// Why: on the bundled CNN's 3x3 convs (32 and 64 output channels), packing
+// im2col panels for sgemm took 27% of the samples, next to the 35% of the
+// multiply itself. Each packed element was used only 4 to 8 times, once per
+// 8 output channels.
+#pragma once
+#include <cstdint>
+
+#include "kernels/conv_geometry.h"
+
+namespace epprof::rt::kernels {
+
+// Whether conv_direct() runs this convolution on this CPU. It needs AVX-512,
+// at most 2 spatial dims, and output rows that fill most of the 16-lane
+// vectors they are cut into. 1x1 kernels are left to the gemm, which reads X
+// in place when they are pointwise.
+bool conv_direct_runs(const ConvShape& cs);
+
+// Y = conv(X, W) + bias (null: no bias), for every image and group: all of
+// Y is written. Only where conv_direct_runs(cs) holds. Splits the work
+// across the intra-op threads. Throws std::bad_alloc if its padded copy of X
+// cannot be allocated.
+void conv_direct(const float* x, const float* w, const float* bias, const ConvShape& cs, float* y);
+
+}  // namespace epprof::rt::kernels
