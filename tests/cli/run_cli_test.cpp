@@ -663,7 +663,7 @@ TEST(RunCli, ThreadsOneKeepsTheSequentialRunsOnOneThread) {
   // its own when it loads, whose idle workers spin for a while (by the
   // machine's core count and load) before any run sets the count.
   std::map<int, long> start, end;
-  ASSERT_EQ(run_sampling_threads({"--threads", "1", "--runs", "600", "--no-table", "--output", out}, end, &start, 30),
+  ASSERT_EQ(run_sampling_threads({"--threads", "1", "--runs", "1500", "--no-table", "--output", out}, end, &start, 30),
             0);
   ASSERT_FALSE(start.empty()) << "the run ended before its busiest thread had 0.3 s of CPU";
   std::vector<long> worked;
