@@ -65,7 +65,7 @@ CuptiSource* CuptiSource::create(const CuptiApi& api, const epprof_host_api* hos
     *error = "a CUPTI source exists already";
     return nullptr;
   }
-  auto* s = new CuptiSource(api, host);
+  auto* s = new CuptiSource(api);
   g_host.store(host, std::memory_order_release);
   g_api.store(&s->api_, std::memory_order_release);
   g_source.store(s, std::memory_order_release);

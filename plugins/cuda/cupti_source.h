@@ -62,13 +62,12 @@ class CuptiSource final : public ActivitySource {
                                         size_t valid_size);
 
  private:
-  CuptiSource(const CuptiApi& api, const epprof_host_api* host) : api_(api), host_(host) {}
+  explicit CuptiSource(const CuptiApi& api) : api_(api) {}
   bool check(CUptiResult r, const char* call, std::string* error) const;
   void count_global_drops() noexcept;
   void deliver(const RecordBatch& batch) noexcept;
 
   const CuptiApi api_;
-  const epprof_host_api* host_;
   std::mutex control_mu_;  // attach/detach; held across CUPTI calls, never taken by a callback
   size_t attached_ = 0;    // under control_mu_
   std::mutex sinks_mu_;    // sinks_; never held across a CUPTI call

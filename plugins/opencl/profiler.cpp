@@ -150,8 +150,10 @@ class Profiler final : public ep_common::ProfilerShell<Profiler> {
       if (epprof_status* st = out.add([&](epprof_event** e) { return make_event(tagged_[i], placed.events[i], e); }))
         return st;
     // The device buffers, as memory events on the host clock.
-    for (const auto& [correlation_id, m] : memory_)
-      if (epprof_status* st = out.add([&](epprof_event** e) { return make_memory_event(correlation_id, m, e); }))
+    // (C++17 lets no lambda capture a structured binding: the pair instead.)
+    for (const auto& entry : memory_)
+      if (epprof_status* st =
+              out.add([&](epprof_event** e) { return make_memory_event(entry.first, entry.second, e); }))
         return st;
     return out.flush();
   }
