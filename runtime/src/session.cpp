@@ -144,7 +144,7 @@ struct GraphParts {
   std::vector<std::string> outer;    // names read from enclosing scopes (subgraphs)
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
-  std::vector<const Kernel*> kernels;  // per node
+  std::vector<Kernel*> kernels;        // per node
   std::vector<size_t> providers;       // per node
   size_t key_base = 0;  // NodeInfo::node_index of the graph's node i is key_base + i
   // Values of enclosing scopes known when the plan is built (their
@@ -222,6 +222,21 @@ std::optional<std::vector<Tensor>> folded_outputs(const Node& node, const Kernel
   return std::move(ctx.outputs);
 }
 
+// Kernel::prepare with the node's inputs known now (initializers and folded
+// values), less the graph's inputs: a run may feed one that shadows an
+// initializer.
+void prepare_kernel(Kernel& kernel, const Node& node, const std::map<std::string, const Tensor*>& known,
+                    const std::vector<std::string>& graph_inputs) {
+  std::vector<const Tensor*> constants(node.inputs.size(), nullptr);
+  bool any = false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string& name = node.inputs[i];
+    if (name.empty() || std::find(graph_inputs.begin(), graph_inputs.end(), name) != graph_inputs.end()) continue;
+    if (auto it = known.find(name); it != known.end()) constants[i] = it->second, any = true;
+  }
+  if (any) kernel.prepare(constants);
+}
+
 void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& plan, size_t* next_key) {
   std::map<std::string, int> slot;
   std::vector<bool> is_init;
@@ -280,6 +295,7 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     np.node = &node;
     np.node_index = g.key_base + i;  // the main graph's: node.index, its topological position
     np.kernel = g.kernels[i];
+    prepare_kernel(*g.kernels[i], node, known, g.inputs);
     np.provider = &s.provider_names[g.providers[i]];
     for (const auto& in : node.inputs) {
       np.in_slots.push_back(in.empty() ? -1 : slot_of(in));

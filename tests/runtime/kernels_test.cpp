@@ -2,6 +2,8 @@
 // covered by runtime_conformance).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "epprof/rt/session.h"
@@ -54,6 +56,64 @@ TEST(Kernels, MatMulBatchedBroadcast) {
   auto y = s.run({{"a", Tensor::from_vector<float>({2, 1, 2}, {1, 2, 3, 4})},
                   {"b", Tensor::from_vector<float>({2, 2}, {1, 0, 1, 1})}})[0];
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 2, 7, 4}));
+}
+
+// A float MatMul or Gemm whose B is an initializer multiplies by B packed
+// once when the session is created (Kernel::prepare); fed as an input, the
+// same B is packed on each call. Both give the product, on shapes that take
+// the runtime's sgemm: a batched A (all its rows in one product), B^T with
+// alpha and a bias, and a single row (OpenBLAS's gemv either way).
+TEST(Kernels, MatMulAndGemmOnAConstantWeightMatchTheWeightFedAsAnInput) {
+  const int64_t K = 40, N = 50;
+  std::vector<float> w(static_cast<size_t>(K * N)), wt(w.size()), bias(static_cast<size_t>(N)),
+      a(static_cast<size_t>(2 * 3 * K)), row(static_cast<size_t>(K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i * 37 % 101) - 50) / 50.0f;
+  for (size_t i = 0; i < wt.size(); ++i) wt[i] = float(int(i * 53 % 97) - 48) / 48.0f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i) / 10.0f;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i * 29 % 89) - 44) / 44.0f;
+  for (size_t i = 0; i < row.size(); ++i) row[i] = a[i];
+  auto model = [&](bool weights_as_inputs) {
+    onnx::ModelProto m = make_model();
+    add_io(m, true, "a", {2, 3, K});
+    add_io(m, true, "a2", {6, K});
+    add_io(m, true, "r", {1, K});
+    if (weights_as_inputs) {
+      add_io(m, true, "w", {K, N});
+      add_io(m, true, "wt", {N, K});
+    } else {
+      add_float_init(m, "w", {K, N}, w);
+      add_float_init(m, "wt", {N, K}, wt);
+    }
+    add_float_init(m, "bias", {N}, bias);
+    add_node(m, "MatMul", "mm", {"a", "w"}, {"y"});
+    auto* g = add_node(m, "Gemm", "gemm", {"a2", "wt", "bias"}, {"z"});
+    set_int(g, "transB", 1);
+    set_float(g, "alpha", 0.5f);
+    add_node(m, "MatMul", "mm_row", {"r", "w"}, {"v"});
+    add_io(m, false, "y", {2, 3, N});
+    add_io(m, false, "z", {6, N});
+    add_io(m, false, "v", {1, N});
+    return Session::from_bytes(bytes(m));
+  };
+  std::map<std::string, Tensor> feeds = {{"a", Tensor::from_vector<float>({2, 3, K}, a)},
+                                         {"a2", Tensor::from_vector<float>({6, K}, a)},
+                                         {"r", Tensor::from_vector<float>({1, K}, row)}};
+  const auto packed = model(false).run(feeds);
+  feeds.emplace("w", Tensor::from_vector<float>({K, N}, w));
+  feeds.emplace("wt", Tensor::from_vector<float>({N, K}, wt));
+  const auto fed = model(true).run(feeds);
+  ASSERT_EQ(packed.size(), 3u);
+  for (size_t o = 0; o < 3; ++o) {
+    ASSERT_EQ(packed[o].shape(), fed[o].shape()) << "output " << o;
+    const auto x = packed[o].to_vector<float>(), y = fed[o].to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-5f * (1 + std::abs(y[i]))) << o << ":" << i;
+  }
+  // And the product itself, for one element of each.
+  double y0 = 0, z0 = bias[0];
+  for (size_t p = 0; p < size_t(K); ++p) y0 += double(a[p]) * w[p * size_t(N)], z0 += 0.5 * a[p] * wt[p];
+  EXPECT_NEAR(packed[0].to_vector<float>()[0], y0, 1e-5);
+  EXPECT_NEAR(packed[1].to_vector<float>()[0], z0, 1e-5);
+  EXPECT_NEAR(packed[2].to_vector<float>()[0], y0, 1e-5);
 }
 
 TEST(Kernels, ShapeGatherUnsqueezeConcatReshapeInt64) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -33,10 +34,14 @@ std::string describe(const Case& c) {
          " beta=" + std::to_string(c.beta) + " pad=" + std::to_string(c.pad);
 }
 
-// Runs one case on `kernel` and compares every element of C, padding
+// C = alpha * op(A) * op(B) + beta * C, computed some way: false when it declined.
+using Product = std::function<bool(const Case& c, const float* a, int64_t lda, const float* b, int64_t ldb, float* out,
+                                   int64_t ldc)>;
+
+// Runs one case through `product` and compares every element of C, padding
 // included (which must be untouched), with the double-precision product.
-void check(const char* kernel, const Case& c) {
-  SCOPED_TRACE(std::string(kernel) + ": " + describe(c));
+void check_product(const std::string& how, const Case& c, const Product& product) {
+  SCOPED_TRACE(how + ": " + describe(c));
   std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 17 + c.k));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int64_t a_rows = c.trans_a ? c.k : c.m, a_cols = c.trans_a ? c.m : c.k;
@@ -48,8 +53,7 @@ void check(const char* kernel, const Case& c) {
   // With beta == 0 C must not be read: NaN there would poison the result.
   for (float& v : out) v = c.beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : dist(rng);
   const std::vector<float> before = out;
-  ASSERT_TRUE(sgemm_on(kernel, c.trans_a, c.trans_b, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta,
-                       out.data(), ldc));
+  ASSERT_TRUE(product(c, a.data(), lda, b.data(), ldb, out.data(), ldc));
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = out[size_t(i * ldc + j)];
@@ -70,6 +74,13 @@ void check(const char* kernel, const Case& c) {
       const double tolerance = 1e-6 * (double(c.k) + 1) * (std::fabs(c.alpha) * magnitude + 1);
       ASSERT_NEAR(got, want, tolerance) << "at (" << i << ", " << j << ")";
     }
+}
+
+void check(const char* kernel, const Case& c) {
+  check_product(kernel, c, [kernel](const Case& x, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                    float* out, int64_t ldc) {
+    return sgemm_on(kernel, x.trans_a, x.trans_b, x.m, x.n, x.k, x.alpha, a, lda, b, ldb, x.beta, out, ldc);
+  });
 }
 
 std::vector<const char*> runnable_kernels() {
@@ -119,3 +130,42 @@ TEST(Sgemm, AnUnknownKernelIsDeclined) {
 }
 
 }  // namespace
+
+// A weight packed once (sgemm_pack_b), then multiplied in ranges of columns,
+// as a MatMul or Gemm with a constant B does across its threads: every
+// range boundary a multiple of 32, some inside a column block (1024), one at
+// a block's edge, one across it.
+TEST(Sgemm, APackedWeightMatchesInAnyRangesOfColumns) {
+  using epprof::rt::kernels::sgemm_pack_b;
+  using epprof::rt::kernels::sgemm_packed;
+  using epprof::rt::kernels::sgemm_packed_size;
+  if (sgemm_packed_size(4, 4) == 0) GTEST_SKIP() << "no sgemm kernel on this CPU: B is never packed";
+  const Case cases[] = {
+      {false, false, 128, 256, 256, 1.0f, 0.0f, 0},   // the transformer's attention projections
+      {false, true, 32, 1024, 784, 1.0f, 0.0f, 0},    // the mlp's first Gemm, B transposed
+      {true, false, 19, 45, 300, 0.5f, 1.0f, 3},      // A^T, two depth blocks, strides, beta
+      {false, false, 7, 1100, 40, 1.0f, 1.0f, 1},     // past one column block
+      {false, true, 100, 2100, 513, -2.0f, 0.25f, 2}, // three column blocks, two depth blocks
+      {false, false, 384, 12, 384, 1.0f, 0.0f, 0},    // few columns: AVX-512's narrow kernel
+      {false, false, 40, 30, 600, 1.0f, 2.0f, 1},     // A read in place
+  };
+  for (const Case& c : cases)
+    for (const int64_t split : {int64_t(0), int64_t(32), c.n / 64 * 32, int64_t(1024), int64_t(1056)}) {
+      if (split >= c.n) continue;
+      check_product("packed, columns split at " + std::to_string(split), c,
+                    [split](const Case& x, const float* a, int64_t lda, const float* b, int64_t ldb, float* out,
+                            int64_t ldc) {
+                      const int64_t floats = sgemm_packed_size(x.k, x.n);
+                      // 64-byte aligned, as the runtime's tensors are.
+                      std::vector<float> storage(size_t(floats + 16));
+                      float* packed = storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) / 4 % 16) % 16;
+                      sgemm_pack_b(x.trans_b, x.k, x.n, b, ldb, packed);
+                      bool ran = true;
+                      for (int64_t j0 = 0, j1 = split; j0 < x.n; j0 = j1, j1 = x.n)
+                        if (j1 > j0)
+                          ran = ran && sgemm_packed(x.trans_a, x.m, x.n, j0, j1, x.k, x.alpha, a, lda, packed, x.beta,
+                                                    out + j0, ldc);
+                      return ran;
+                    });
+    }
+}

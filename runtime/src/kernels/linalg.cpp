@@ -1,4 +1,6 @@
-// MatMul (float, double and 32/64-bit integers) and Gemm (float) on OpenBLAS.
+// MatMul (float, double and 32/64-bit integers) and Gemm (float), on the
+// runtime's sgemm or OpenBLAS (matmul_util.h), a constant float weight
+// packed once when the session is created.
 #include <cblas.h>
 
 #include <algorithm>
@@ -69,46 +71,105 @@ void matmul(KernelContext& ctx) {
   }
 }
 
-std::unique_ptr<Kernel> make_matmul(const Node&) { return make_kernel(matmul); }
+// A constant weight B packed once (PackedWeight), or empty; what prepare()
+// finds in the node's input 1.
+PackedWeight pack_weight(const std::vector<const Tensor*>& constants, bool trans_b) noexcept {
+  if (constants.size() < 2 || !constants[1]) return {};
+  try {
+    return PackedWeight(*constants[1], trans_b);
+  } catch (...) {  // std::bad_alloc: B is packed on every call, as before
+    return {};
+  }
+}
 
-std::unique_ptr<Kernel> make_gemm(const Node& node) {
-  const float alpha = node.attr_float("alpha", 1.0f);
-  const float beta = node.attr_float("beta", 1.0f);
-  const bool trans_a = node.attr_int("transA", 0) != 0;
-  const bool trans_b = node.attr_int("transB", 0) != 0;
-  // Before opset 7, C broadcasts only when the `broadcast` attribute says so.
-  const bool exact_c = node.opset < 7 && node.attr_int("broadcast", 0) == 0;
-  return make_kernel([=](KernelContext& ctx) {
+// MatMul; a float product with a constant 2-D B is one gemm of all of A's
+// rows (every batch's) against B packed once.
+class MatMulKernel final : public Kernel {
+ public:
+  void prepare(const std::vector<const Tensor*>& constants) noexcept override {
+    weight_ = pack_weight(constants, false);
+  }
+  void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const Tensor* c = ctx.optional_input(2);
-    require_float(a, "Gemm input A");
-    require_float(b, "Gemm input B");
-    if (a.rank() != 2 || b.rank() != 2) fail("Gemm inputs must be 2-D: " + a.description() + ", " + b.description());
-    const int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
-    const int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
-    if (k != kb) fail("Gemm inner dimensions differ: " + a.description() + " x " + b.description());
-    Tensor out(DataType::Float, {m, n});
-    float* y = out.mutable_data<float>();
-    float gemm_beta = 0.0f;
-    if (c && beta != 0.0f) {
-      require_float(*c, "Gemm input C");
-      const Shape so{m, n};
-      if (exact_c ? c->shape() != so : broadcast_shapes(c->shape(), so) != so)
-        fail("Gemm input C " + c->description() + (exact_c ? " is not" : " does not broadcast to") + " [M,N] = " +
-             shape_to_string(so));
-      const float zero = 0.0f;
-      broadcast_binary(c->data<float>(), c->shape(), &zero, Shape{}, y, so, [beta](float cv, float) { return beta * cv; });
-      gemm_beta = 1.0f;
+    if (a.dtype() == DataType::Float && a.rank() >= 2 && weight_.packed_from(b)) {
+      const MatMulShape ms = resolve_matmul(a.shape(), b.shape(), "MatMul");
+      if (ms.k > 0 && ms.n > 0 && a.size() > 0) {
+        // Every element written: the gemm's beta is 0.
+        Tensor out = Tensor::uninitialized(DataType::Float, ms.out_shape);
+        if (weight_.gemm(false, a.size() / ms.k, 1.0f, a.data<float>(), ms.k, 0.0f, out.mutable_data<float>(),
+                         ms.n)) {
+          ctx.outputs[0] = std::move(out);
+          return;
+        }
+      }
     }
-    if (m == 0 || n == 0 || k == 0) {
-      ctx.outputs[0] = std::move(out);
-      return;
-    }
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), gemm_beta, y, n);
+    matmul(ctx);
+  }
+
+ private:
+  PackedWeight weight_;
+};
+
+std::unique_ptr<Kernel> make_matmul(const Node&) { return std::make_unique<MatMulKernel>(); }
+
+// Gemm, float; a constant B is packed once.
+class GemmKernel final : public Kernel {
+ public:
+  explicit GemmKernel(const Node& node)
+      : alpha_(node.attr_float("alpha", 1.0f)),
+        beta_(node.attr_float("beta", 1.0f)),
+        trans_a_(node.attr_int("transA", 0) != 0),
+        trans_b_(node.attr_int("transB", 0) != 0),
+        // Before opset 7, C broadcasts only when the `broadcast` attribute says so.
+        exact_c_(node.opset < 7 && node.attr_int("broadcast", 0) == 0) {}
+
+  void prepare(const std::vector<const Tensor*>& constants) noexcept override {
+    weight_ = pack_weight(constants, trans_b_);
+  }
+  void compute(KernelContext& ctx) const override;
+
+ private:
+  const float alpha_, beta_;
+  const bool trans_a_, trans_b_, exact_c_;
+  PackedWeight weight_;
+};
+
+void GemmKernel::compute(KernelContext& ctx) const {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor* c = ctx.optional_input(2);
+  require_float(a, "Gemm input A");
+  require_float(b, "Gemm input B");
+  if (a.rank() != 2 || b.rank() != 2) fail("Gemm inputs must be 2-D: " + a.description() + ", " + b.description());
+  const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+  const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+  if (k != kb) fail("Gemm inner dimensions differ: " + a.description() + " x " + b.description());
+  Tensor out(DataType::Float, {m, n});
+  float* y = out.mutable_data<float>();
+  float gemm_beta = 0.0f;
+  if (c && beta_ != 0.0f) {
+    require_float(*c, "Gemm input C");
+    const Shape so{m, n};
+    if (exact_c_ ? c->shape() != so : broadcast_shapes(c->shape(), so) != so)
+      fail("Gemm input C " + c->description() + (exact_c_ ? " is not" : " does not broadcast to") + " [M,N] = " +
+           shape_to_string(so));
+    const float zero = 0.0f;
+    broadcast_binary(c->data<float>(), c->shape(), &zero, Shape{}, y, so,
+                     [beta = beta_](float cv, float) { return beta * cv; });
+    gemm_beta = 1.0f;
+  }
+  if (m == 0 || n == 0 || k == 0) {
     ctx.outputs[0] = std::move(out);
-  });
+    return;
+  }
+  if (!weight_.packed_from(b) || !weight_.gemm(trans_a_, m, alpha_, a.data<float>(), a.dim(1), gemm_beta, y, n))
+    blas_gemm(trans_a_, trans_b_, m, n, k, alpha_, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), gemm_beta, y,
+              n);
+  ctx.outputs[0] = std::move(out);
 }
+
+std::unique_ptr<Kernel> make_gemm(const Node& node) { return std::make_unique<GemmKernel>(node); }
 
 }  // namespace
 

@@ -84,6 +84,61 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
   });
 }
 
+// A constant weight B of MatMul or Gemm, packed once, when the session is
+// created (Kernel::prepare), into the runtime's sgemm panels: sgemm packs B
+// again on every call otherwise, which was most of the difference from ONNX
+// Runtime on the bundled transformer's [128,256] x [256,1024] products, and
+// with 2 threads each part packed all of B. The packed panels are a tensor
+// of the session, reported as such to memory profiling.
+class PackedWeight {
+ public:
+  PackedWeight() = default;
+  // op(b) packed, b float [k, n] (transposed: [n, k]); empty() where the
+  // runtime's sgemm has no kernel here, or b is not a 2-D float tensor.
+  // Throws std::bad_alloc.
+  PackedWeight(const Tensor& b, bool trans_b) {
+    if (b.dtype() != DataType::Float || b.rank() != 2) return;
+    k_ = trans_b ? b.dim(1) : b.dim(0);
+    n_ = trans_b ? b.dim(0) : b.dim(1);
+    const int64_t floats = sgemm_packed_size(k_, n_);
+    if (floats == 0 || n_ < 2) return;
+    panels_ = Tensor::uninitialized(DataType::Float, {floats});
+    sgemm_pack_b(trans_b, k_, n_, b.data<float>(), b.dim(1), panels_.mutable_data<float>());
+    source_ = b;
+  }
+  bool empty() const { return source_.empty(); }
+  // Whether this was packed from b's very buffer (and is not empty).
+  bool packed_from(const Tensor& b) const { return !empty() && source_.shares_buffer(b); }
+
+  // C[m, n] = alpha * op(A)[m, k] * B + beta * C, split across the intra-op
+  // threads as blas_gemm splits. False, having done nothing, where the
+  // caller's blas_gemm should run it: a single row (OpenBLAS's gemv reads B
+  // once, unpacked) or a shape sgemm declines.
+  bool gemm(bool trans_a, int64_t m, float alpha, const float* a, int64_t lda, float beta, float* c,
+            int64_t ldc) const {
+    if (m < 2 || !sgemm_runs(m, n_)) return false;
+    const float* packed = panels_.data<float>();
+    const bool by_rows = m >= n_;
+    const int64_t blocks = ((by_rows ? m : n_) + kSplitGemmAlign - 1) / kSplitGemmAlign;
+    if (blocks < 2 || m * n_ * k_ < detail::kMinSplitMacs || detail::intra_op_threads() == 1)
+      return sgemm_packed(trans_a, m, n_, 0, n_, k_, alpha, a, lda, packed, beta, c, ldc);
+    detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
+      const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n_, b1 * kSplitGemmAlign);
+      if (by_rows)
+        sgemm_packed(trans_a, hi - lo, n_, 0, n_, k_, alpha, a + (trans_a ? lo : lo * lda), lda, packed, beta,
+                     c + lo * ldc, ldc);
+      else
+        sgemm_packed(trans_a, m, n_, lo, hi, k_, alpha, a, lda, packed, beta, c + lo, ldc);
+    });
+    return true;
+  }
+
+ private:
+  Tensor source_;  // b itself: its buffer stays this weight's while we hold it
+  Tensor panels_;
+  int64_t k_ = 0, n_ = 0;
+};
+
 // Row-major C[m,n] = A[m,k] * B[k,n] (contiguous), overwriting C.
 inline void gemm_nn(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
   blas_gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);

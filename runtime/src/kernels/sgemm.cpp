@@ -264,50 +264,67 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
 
 thread_local PackBuffer tl_pack_a, tl_pack_b, tl_transposed;
 
+// One packed block of B (depths [p0, p0 + kc), nc columns in panels of the
+// kernel's nr at bp, panel j at bp + j * kc) times rows [0, m) of op(A),
+// onto C (the block's column 0 at c). A is packed into `ap` a block of rows
+// at a time, or read in place when `ap` is null.
+void block_product(const Kernel* kern, bool trans_a, int64_t m, int64_t nc, int64_t p0, int64_t kc, float alpha,
+                   const float* a, int64_t lda, const float* bp, float* ap, float beta, float* c, int64_t ldc) {
+  const int64_t mr = kern->mr, nr = kern->nr;
+  for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+    const int64_t mc = std::min(kMc, m - i0), mc_padded = (mc + mr - 1) / mr * mr;
+    if (ap) pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
+    for (int64_t j = 0; j < nc; j += nr)
+      for (int64_t i = 0; i < mc; i += mr) {
+        float* tile = c + (i0 + i) * ldc + j;
+        const int64_t rows = std::min(mr, mc - i), cols = std::min(nr, nc - j);
+        if (!ap)
+          kern->in_place(kc, a + (i0 + i) * lda + p0, lda, bp + j * kc, tile, ldc, rows, cols, alpha, beta);
+        else
+          kern->packed(kc, ap + i * kc, 0, bp + j * kc, tile, ldc, rows, cols, alpha, beta);
+      }
+  }
+}
+
+// C = beta * C, where a product adds nothing (k == 0 or alpha == 0).
+void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// A is packed when its panels are read many times (many column panels of
+// B; contiguous panels stream from L2 faster than rows read in place) or
+// when it is transposed; a row-major A against at most two column panels
+// is read in place: packing it would cost as much as using it. Returns
+// the packing buffer, or null for in place.
+float* a_buffer(const Kernel* kern, bool trans_a, int64_t m, int64_t n, int64_t k) {
+  if (!trans_a && n <= 2 * kern->nr) return nullptr;
+  const int64_t kc_max = std::min(depth_block(k), k), mc_max = std::min(kMc, (m + kern->mr - 1) / kern->mr * kern->mr);
+  return tl_pack_a.get(kc_max * mc_max);
+}
+
 // sgemm() on `kern`, with B's panels from `packer` when it is given (then
 // b, ldb and trans_b are unused).
 void run(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
          const BPacker* packer = nullptr) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == 0.0f) {  // C = beta * C
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    return;
-  }
-  const int64_t mr = kern->mr, nr = kern->nr;
+  if (k <= 0 || alpha == 0.0f) return scale_c(m, n, beta, c, ldc);
+  const int64_t nr = kern->nr;
   const int64_t kc_step = depth_block(k);
   const int64_t nc_max = std::min(kNc, (n + nr - 1) / nr * nr), kc_max = std::min(kc_step, k);
-  const int64_t mc_max = std::min(kMc, (m + mr - 1) / mr * mr);
   float* bp = tl_pack_b.get(kc_max * nc_max);
-  // A is packed when its panels are read many times (many column panels of
-  // B; contiguous panels stream from L2 faster than rows read in place) or
-  // when it is transposed; a row-major A against at most two column panels
-  // is read in place: packing it would cost as much as using it.
-  const bool in_place = !trans_a && n <= 2 * nr;
-  float* ap = in_place ? nullptr : tl_pack_a.get(kc_max * mc_max);
+  float* ap = a_buffer(kern, trans_a, m, n, k);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0), nc_padded = (nc + nr - 1) / nr * nr;
     for (int64_t p0 = 0; p0 < k; p0 += kc_step) {
       const int64_t kc = std::min(kc_step, k - p0);
-      const float beta_here = p0 == 0 ? beta : 1.0f;  // later depth blocks add onto C
       if (packer)
         packer->pack(packer->context, p0, kc, j0, nc_padded, nr, bp);
       else
         pack_b(trans_b, b, ldb, n, p0, kc, j0, nc_padded, nr, bp);
-      for (int64_t i0 = 0; i0 < m; i0 += kMc) {
-        const int64_t mc = std::min(kMc, m - i0), mc_padded = (mc + mr - 1) / mr * mr;
-        if (!in_place) pack_a(trans_a, a, lda, m, i0, mc_padded, p0, kc, mr, ap);
-        for (int64_t j = 0; j < nc; j += nr)
-          for (int64_t i = 0; i < mc; i += mr) {
-            float* tile = c + (i0 + i) * ldc + j0 + j;
-            const int64_t rows = std::min(mr, mc - i), cols = std::min(nr, nc - j);
-            if (in_place)
-              kern->in_place(kc, a + (i0 + i) * lda + p0, lda, bp + j * kc, tile, ldc, rows, cols, alpha, beta_here);
-            else
-              kern->packed(kc, ap + i * kc, 0, bp + j * kc, tile, ldc, rows, cols, alpha, beta_here);
-          }
-      }
+      // Later depth blocks add onto C.
+      block_product(kern, trans_a, m, nc, p0, kc, alpha, a, lda, bp, ap, p0 == 0 ? beta : 1.0f, c + j0, ldc);
     }
   }
 }
@@ -377,6 +394,50 @@ bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    float beta, float* c, int64_t ldc) {
   if (!sgemm_runs(m, n)) return false;
   run(for_columns(kernel(), n), false, false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
+  return true;
+}
+
+int64_t sgemm_packed_size(int64_t k, int64_t n) {
+  const Kernel* kern = kernel();
+  if (!kern || k <= 0 || n <= 0) return 0;
+  const int64_t nr = for_columns(kern, n)->nr;
+  return k * ((n + nr - 1) / nr * nr);
+}
+
+// Column block [jb, jb + kNc) of B starts at jb * k: every block before it
+// is k x kNc floats (kNc is a multiple of every nr). Within a block of ncp
+// padded columns, depth block p0 starts at p0 * ncp, as run() packs it.
+void sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, float* dst) {
+  const Kernel* kern = for_columns(kernel(), n);
+  const int64_t nr = kern->nr, kc_step = depth_block(k);
+  for (int64_t jb = 0; jb < n; jb += kNc) {
+    const int64_t ncp = (std::min(kNc, n - jb) + nr - 1) / nr * nr;
+    for (int64_t p0 = 0; p0 < k; p0 += kc_step)
+      pack_b(trans_b, b, ldb, n, p0, std::min(kc_step, k - p0), jb, ncp, nr, dst + jb * k + p0 * ncp);
+  }
+}
+
+bool sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t j0, int64_t j1, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* packed, float beta, float* c, int64_t ldc) {
+  if (!sgemm_runs(m, n)) return false;
+  if (m <= 0 || j1 <= j0) return true;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, j1 - j0, beta, c, ldc);
+    return true;
+  }
+  const Kernel* kern = for_columns(kernel(), n);
+  const int64_t nr = kern->nr, kc_step = depth_block(k);
+  float* ap = a_buffer(kern, trans_a, m, j1 - j0, k);
+  for (int64_t jb = j0 / kNc * kNc; jb < j1; jb += kNc) {  // the column blocks [j0, j1) overlaps
+    const int64_t ncb = std::min(kNc, n - jb), ncp = (ncb + nr - 1) / nr * nr;
+    const int64_t lo = std::max(j0, jb), hi = std::min(j1, jb + ncb);  // a multiple of nr from jb
+    for (int64_t p0 = 0; p0 < k; p0 += kc_step) {
+      const int64_t kc = std::min(kc_step, k - p0);
+      const float* bp = packed + jb * k + p0 * ncp + (lo - jb) * kc;
+      block_product(kern, trans_a, m, hi - lo, p0, kc, alpha, a, lda, bp, ap, p0 == 0 ? beta : 1.0f, c + (lo - j0),
+                    ldc);
+    }
+  }
   return true;
 }
 

@@ -48,6 +48,22 @@ struct BPacker {
 bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
                    float beta, float* c, int64_t ldc);
 
+// B packed once for many products with it (a constant weight), instead of
+// on every call as sgemm() packs it. sgemm_packed_size(k, n) is the floats
+// op(B) [k, n] takes in this CPU's panels for products of n columns, or 0
+// when there is no kernel here. sgemm_pack_b writes them at `dst`, 64-byte
+// aligned (op() transposes when trans_b).
+int64_t sgemm_packed_size(int64_t k, int64_t n);
+void sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, float* dst);
+
+// Columns [j0, j1) of C = alpha * op(A)[m,k] * B[k,n] + beta * C, with B
+// packed by sgemm_pack_b for n columns and j0 a multiple of 32; c points at
+// row 0, column j0 (a range of columns per thread, each onto its own part
+// of C). Returns false, having done nothing, where sgemm_runs(m, n) does
+// not hold. Single-threaded, reentrant; throws std::bad_alloc as sgemm().
+bool sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t j0, int64_t j1, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* packed, float beta, float* c, int64_t ldc);
+
 // sgemm() on the named kernel ("avx512" or "avx2") instead of this CPU's
 // best, so that tests reach each kernel the CPU can run. Returns false,
 // having done nothing, when the CPU cannot run it.

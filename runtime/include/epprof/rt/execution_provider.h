@@ -43,6 +43,15 @@ class Kernel {
   // Must be deterministic and thread-safe for concurrent calls on distinct contexts
   // (the same kernel may run in two concurrent Session::run calls).
   virtual void compute(KernelContext& ctx) const = 0;
+  // Called at most once, when the session is created and before any
+  // compute(), with the node's inputs that are constants of the session
+  // (its initializers and the values folded from them; graph inputs, which
+  // a run may feed, never are) and null for the others. A kernel may keep
+  // data derived from them (a weight packed for its gemm); compute() still
+  // gets every input, and must use that data only for the very buffer it
+  // came from (Tensor::shares_buffer). Must not throw: a kernel that cannot
+  // prepare computes as it would have. The default does nothing.
+  virtual void prepare(const std::vector<const Tensor*>& constants) noexcept { (void)constants; }
 };
 
 class ExecutionProvider {

@@ -118,6 +118,10 @@ class Tensor {
   template <typename T> T* mutable_data() { check_type(data_type_of<T>()); return static_cast<T*>(raw_mutable()); }
   template <typename T> std::vector<T> to_vector() const { const T* p = data<T>(); return std::vector<T>(p, p + size()); }
 
+  // Whether `other` holds this tensor's very buffer (a copy or a reshape of
+  // it), not merely equal bytes. False when either has none.
+  bool shares_buffer(const Tensor& other) const { return data_ && data_ == other.data_; }
+
   // Same buffer, new shape with the same number of elements.
   Tensor reshaped(Shape shape) const;
   Tensor clone() const;
