@@ -341,7 +341,8 @@ const std::vector<ConvCase>& conv_cases() {
       {"3x3 to a 1x1 map (one column)", 1, 4, 3, 3, 6, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"1x1 s2 pad1", 1, 3, 5, 6, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, true},
       {"generic 3x3 s2 pad1 bias", 2, 3, 9, 8, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
-      // K x out-width big enough that im2col runs in tiles of a few output rows.
+      // K x out-width big enough that im2col runs in tiles of a few output rows
+      // (the first, float, takes the implicit GEMM on AVX-512; double does not).
       {"generic 3x3 in row tiles", 1, 64, 12, 40, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"grouped 3x3 s2 in row tiles", 1, 128, 15, 70, 4, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
       {"generic 3x3 dil2 asym pads", 1, 2, 7, 9, 3, 1, 3, 3, 1, 1, 2, 2, 0, 3, 2, 1, false},
