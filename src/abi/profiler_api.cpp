@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/c_enum.h"
 #include "base/status.h"
 #include "core/args.h"
 #include "core/handle_table.h"
@@ -159,7 +160,7 @@ Profiler* find(epprof_profiler_t p) { return g_profilers.find(p.handle); }
 
 // Host events: every category but MEMORY, which only plugins' events have
 // (a host reports memory with epprof_memory_alloc / _free).
-bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_MEMORY; }
+bool valid_category(epprof_category c) { return base::c_enum_value(c) < EPPROF_CATEGORY_MEMORY; }
 
 [[gnu::cold]] epprof_status* open_blocks_status(const char* fn, uint32_t open) noexcept {
   return status_from(EPPROF_FAILED_PRECONDITION, [&] {
@@ -177,7 +178,7 @@ bool valid_category(epprof_category c) { return unsigned(c) < EPPROF_CATEGORY_ME
       if (category == EPPROF_CATEGORY_MEMORY)
         return std::string(fn) + ": EPPROF_CATEGORY_MEMORY is for plugins' events; a host reports memory with "
                                  "epprof_memory_alloc and epprof_memory_free";
-      return std::string(fn) + ": unknown category " + std::to_string(int(category));
+      return std::string(fn) + ": unknown category " + std::to_string(int32_t(base::c_enum_value(category)));
     });
   if (!core::is_interned(name))
     return status_from(EPPROF_INVALID_ARGUMENT, [&] {
@@ -227,7 +228,8 @@ EPPROF_API const char* epprof_version(void) { return EPPROF_VERSION_STRING; }
 EPPROF_API const char* epprof_category_name(epprof_category category) {
   static const char* const kNames[] = {"session", "node", "kernel", "api", "memcpy", "counter", "memory"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_CATEGORY_COUNT_, "one name per epprof_category");
-  return uint32_t(category) < EPPROF_CATEGORY_COUNT_ ? kNames[category] : nullptr;
+  const uint32_t c = epprof::base::c_enum_value(category);
+  return c < EPPROF_CATEGORY_COUNT_ ? kNames[c] : nullptr;
 }
 
 EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
@@ -561,11 +563,14 @@ EPPROF_API __attribute__((hot)) epprof_status* epprof_memory_alloc(epprof_profil
   if (profiler.handle == 0) return nullptr;
   using namespace epprof;
   if (core::ThreadStream* s = abi::fast_path_stream(profiler.handle, 0);
-      __builtin_expect(s && bytes != 0 && uint32_t(tag) < EPPROF_MEMORY_TAG_COUNT_ && core::is_interned(device), 1) &&
-      core::Profiler::try_memory(*s, core::kRecordMemoryAlloc, allocation_id, bytes, device, uint8_t(tag)))
+      __builtin_expect(s && bytes != 0 && base::c_enum_value(tag) < EPPROF_MEMORY_TAG_COUNT_ &&
+                           core::is_interned(device),
+                       1) &&
+      core::Profiler::try_memory(*s, core::kRecordMemoryAlloc, allocation_id, bytes, device,
+                                 uint8_t(base::c_enum_value(tag))))
     return nullptr;
   return epprof::abi::memory_event(profiler, epprof::core::kRecordMemoryAlloc, allocation_id, bytes, device,
-                                   uint32_t(tag), "epprof_memory_alloc");
+                                   base::c_enum_value(tag), "epprof_memory_alloc");
 }
 
 EPPROF_API __attribute__((hot)) epprof_status* epprof_memory_free(epprof_profiler_t profiler,
@@ -629,7 +634,10 @@ EPPROF_API epprof_status* epprof_event_block_open(epprof_profiler_t profiler, ep
                                                     " is not between 1 and 2^32 - 2");
   if (!abi::valid_category(category))
     return base::status_from(EPPROF_INVALID_ARGUMENT,
-                            [&] { return std::string(fn) + ": unknown category " + std::to_string(int(category)); });
+                            [&] {
+                              return std::string(fn) + ": unknown category " +
+                                     std::to_string(int32_t(base::c_enum_value(category)));
+                            });
   if (first_correlation_id == 0 || first_correlation_id - 1 > UINT64_MAX - count)
     return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
       return std::string(fn) + ": " + std::to_string(count) + " correlation ids from " +

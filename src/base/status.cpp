@@ -1,3 +1,4 @@
+#include "base/c_enum.h"
 #include "base/status.h"
 
 namespace epprof::base {
@@ -45,8 +46,9 @@ EPPROF_API const char* epprof_status_code_name(epprof_status_code code) {
       "PLUGIN_ERROR", "UNSUPPORTED",        "INTERNAL",      "MULTIPASS"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == EPPROF_MULTIPASS + 1,
                 "every status code has a name");
-  if (unsigned(code) >= sizeof(kNames) / sizeof(kNames[0])) return "UNKNOWN";
-  return kNames[code];
+  const uint32_t c = epprof::base::c_enum_value(code);
+  if (c >= sizeof(kNames) / sizeof(kNames[0])) return "UNKNOWN";
+  return kNames[c];
 }
 
 }  // extern "C"

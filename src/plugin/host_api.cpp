@@ -5,6 +5,7 @@
 #include <memory>
 #include <cstring>
 
+#include "base/c_enum.h"
 #include "base/status.h"
 #include "core/clock.h"
 #include "epprof/profiler.h"
@@ -28,8 +29,8 @@ epprof_status* event_create(epprof_category category, const char* name, int64_t 
   const char* fn = "event_create";
   if (!out) return null_argument(fn, "out");
   if (!name) return null_argument(fn, "name");
-  if (unsigned(category) >= EPPROF_CATEGORY_COUNT_)
-    return invalid("event_create: unknown category " + std::to_string(int(category)) +
+  if (base::c_enum_value(category) >= EPPROF_CATEGORY_COUNT_)
+    return invalid("event_create: unknown category " + std::to_string(int32_t(base::c_enum_value(category))) +
                    " (valid: 0.." + std::to_string(EPPROF_CATEGORY_COUNT_ - 1) + ")");
   if (dur_ns < 0)
     return invalid("event_create: negative duration " + std::to_string(dur_ns) + " ns for '" +
