@@ -94,14 +94,13 @@ class MatMulKernel final : public Kernel {
     const Tensor& b = ctx.input(1);
     if (a.dtype() == DataType::Float && a.rank() >= 2 && weight_.packed_from(b)) {
       const MatMulShape ms = resolve_matmul(a.shape(), b.shape(), "MatMul");
-      if (ms.k > 0 && ms.n > 0 && a.size() > 0) {
+      const int64_t rows = ms.k > 0 ? a.size() / ms.k : 0;
+      if (ms.n > 0 && weight_.takes(rows)) {
         // Every element written: the gemm's beta is 0.
         Tensor out = Tensor::uninitialized(DataType::Float, ms.out_shape);
-        if (weight_.gemm(false, a.size() / ms.k, 1.0f, a.data<float>(), ms.k, 0.0f, out.mutable_data<float>(),
-                         ms.n)) {
-          ctx.outputs[0] = std::move(out);
-          return;
-        }
+        weight_.gemm(false, rows, 1.0f, a.data<float>(), ms.k, 0.0f, out.mutable_data<float>(), ms.n);
+        ctx.outputs[0] = std::move(out);
+        return;
       }
     }
     matmul(ctx);

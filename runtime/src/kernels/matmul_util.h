@@ -109,6 +109,8 @@ class PackedWeight {
   bool empty() const { return source_.empty(); }
   // Whether this was packed from b's very buffer (and is not empty).
   bool packed_from(const Tensor& b) const { return !empty() && source_.shares_buffer(b); }
+  // Whether gemm() runs a product of m rows (see there).
+  bool takes(int64_t m) const { return m >= 2 && sgemm_runs(m, n_); }
 
   // C[m, n] = alpha * op(A)[m, k] * B + beta * C, split across the intra-op
   // threads as blas_gemm splits. False, having done nothing, where the
@@ -116,7 +118,7 @@ class PackedWeight {
   // once, unpacked) or a shape sgemm declines.
   bool gemm(bool trans_a, int64_t m, float alpha, const float* a, int64_t lda, float beta, float* c,
             int64_t ldc) const {
-    if (m < 2 || !sgemm_runs(m, n_)) return false;
+    if (!takes(m)) return false;
     const float* packed = panels_.data<float>();
     const bool by_rows = m >= n_;
     const int64_t blocks = ((by_rows ? m : n_) + kSplitGemmAlign - 1) / kSplitGemmAlign;
