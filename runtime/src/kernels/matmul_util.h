@@ -61,26 +61,35 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // OpenBLAS's up to 16 wide).
 constexpr int64_t kSplitGemmAlign = 32;
 
+// part(r0, r1, c0, c1) over an m x n product of depth k: once for all of C,
+// or, when it is large, once per intra-op thread for a contiguous range of
+// the larger of C's rows and columns (whole multiples of kSplitGemmAlign),
+// each part single-threaded onto its own part of C.
+template <typename Part>
+void split_gemm(int64_t m, int64_t n, int64_t k, const Part& part) {
+  const bool by_rows = m >= n;
+  const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
+  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1) return part(0, m, 0, n);
+  detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
+    const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
+    if (by_rows)
+      part(lo, hi, int64_t(0), n);
+    else
+      part(int64_t(0), m, lo, hi);
+  });
+}
+
 // blas_gemm_serial, split across the intra-op threads (intra_op.h) when it
-// is large: the larger of C's rows and columns into one contiguous part per
-// thread, each a single-threaded OpenBLAS call onto its own part of C.
-// OpenBLAS itself runs on one thread (Session::run sets it): its own
+// is large (split_gemm), each part a single-threaded call onto its own part
+// of C. OpenBLAS itself runs on one thread (Session::run sets it): its own
 // threading costs more than it gains on the runtime's small gemms.
 template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const bool by_rows = m >= n;
-  const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1)
-    return blas_gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
-    const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
-    if (by_rows)  // rows lo..hi of op(A): A's rows, or its columns when transposed
-      blas_gemm_serial(trans_a, trans_b, hi - lo, n, k, alpha, a + (trans_a ? lo : lo * lda), lda, b, ldb, beta,
-                       c + lo * ldc, ldc);
-    else  // columns lo..hi of op(B)
-      blas_gemm_serial(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, b + (trans_b ? lo * ldb : lo), ldb, beta,
-                       c + lo, ldc);
+  // Rows r0.. of op(A) are A's rows, or its columns when transposed; columns c0.. of op(B) likewise.
+  split_gemm(m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    blas_gemm_serial(trans_a, trans_b, r1 - r0, c1 - c0, k, alpha, a + (trans_a ? r0 : r0 * lda), lda,
+                     b + (trans_b ? c0 * ldb : c0), ldb, beta, c + r0 * ldc + c0, ldc);
   });
 }
 
@@ -120,17 +129,9 @@ class PackedWeight {
             int64_t ldc) const {
     if (!takes(m)) return false;
     const float* packed = panels_.data<float>();
-    const bool by_rows = m >= n_;
-    const int64_t blocks = ((by_rows ? m : n_) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-    if (blocks < 2 || m * n_ * k_ < detail::kMinSplitMacs || detail::intra_op_threads() == 1)
-      return sgemm_packed(trans_a, m, n_, 0, n_, k_, alpha, a, lda, packed, beta, c, ldc);
-    detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
-      const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n_, b1 * kSplitGemmAlign);
-      if (by_rows)
-        sgemm_packed(trans_a, hi - lo, n_, 0, n_, k_, alpha, a + (trans_a ? lo : lo * lda), lda, packed, beta,
-                     c + lo * ldc, ldc);
-      else
-        sgemm_packed(trans_a, m, n_, lo, hi, k_, alpha, a, lda, packed, beta, c + lo, ldc);
+    split_gemm(m, n_, k_, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      sgemm_packed(trans_a, r1 - r0, n_, c0, c1, k_, alpha, a + (trans_a ? r0 : r0 * lda), lda, packed, beta,
+                   c + r0 * ldc + c0, ldc);
     });
     return true;
   }
