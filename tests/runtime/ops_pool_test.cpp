@@ -25,6 +25,9 @@ struct PoolCase {
   bool ceil_mode = false;
 };
 
+// Failures name the case, not its bytes.
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.label; }
+
 // MaxPool of `c` with outputs Y and, if `indices`, Indices.
 std::string max_pool_model(const PoolCase& c, bool indices) {
   onnx::ModelProto m = make_model(12);
@@ -81,7 +84,17 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{"dilated_ceil", {1, 2, 11, 10}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {2, 2}, true},
                       PoolCase{"window_wider_than_pads", {1, 1, 3, 3}, {3, 5}, {1, 1}, {0, 2, 0, 2}, {}},
                       PoolCase{"one_d", {2, 3, 20}, {4}, {3}, {2, 1}, {}},
-                      PoolCase{"three_d", {1, 2, 5, 6, 7}, {2, 3, 2}, {1, 2, 2}, {1, 1, 0, 0, 1, 1}, {}}),
+                      PoolCase{"three_d", {1, 2, 5, 6, 7}, {2, 3, 2}, {1, 2, 2}, {1, 1, 0, 0, 1, 1}, {}},
+                      // Rows of 16 inner outputs or more: the vector run, for
+                      // stride 1, 2 and a general one, its last vector
+                      // overlapping the one before or not, reading up to the
+                      // last element of the input.
+                      PoolCase{"wide_k2s2", {1, 3, 4, 64}, {2, 2}, {2, 2}, {}, {}},
+                      PoolCase{"wide_k3s2p1", {2, 2, 6, 70}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+                      PoolCase{"wide_k3s1p1", {1, 2, 5, 40}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}},
+                      PoolCase{"wide_s3_dilated", {1, 1, 4, 100}, {2, 3}, {1, 3}, {0, 0, 0, 2}, {1, 2}},
+                      PoolCase{"wide_one_d", {2, 2, 50}, {4}, {2}, {1, 2}, {}},
+                      PoolCase{"wide_window_mostly_padding", {1, 1, 2, 48}, {5, 2}, {3, 2}, {3, 0, 3, 0}, {}}),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

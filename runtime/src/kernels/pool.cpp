@@ -1,12 +1,15 @@
 // MaxPool, AveragePool over 1-D to 3-D spatial dims; the global pools over any.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/simd.h"
+#include "intra_op.h"
 
 namespace epprof::rt::kernels {
 
@@ -88,63 +91,168 @@ TapRanges tap_ranges(const Window& w, int dim) {
 // all lie inside the input take one tap at a time across the whole run of
 // outputs (a loop the compiler vectorises). Taps are visited in max_pool's
 // order and the first one seeds the maximum, so NaNs come out the same.
-template <typename T>
-void max_pool_values(const Tensor& x, const Window& w, Tensor& out) {
-  const TapRanges r[3] = {tap_ranges(w, 0), tap_ranges(w, 1), tap_ranges(w, 2)};
+struct MaxPoolPlan {
+  TapRanges r[3];
   // [inner_lo, inner_hi): the outputs of the last dim with every tap inside.
-  int64_t inner_lo = 0, inner_hi = w.out[2];
-  while (inner_lo < inner_hi && r[2].lo[static_cast<size_t>(inner_lo)] != 0) ++inner_lo;
-  while (inner_hi > inner_lo && r[2].hi[static_cast<size_t>(inner_hi - 1)] != w.k[2]) --inner_hi;
-  const int64_t planes = x.dim(0) * x.dim(1), s2 = w.s[2], d2 = w.d[2];
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const T* xp = x.data<T>() + pl * w.in_size();
-    T* yp = out.mutable_data<T>() + pl * w.out_size();
-    for (int64_t od = 0; od < w.out[0]; ++od)
-      for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-        const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
-        const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
-        T* row = yp + (od * w.out[1] + oh) * w.out[2];
-        auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
-          return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
-        };
-        std::fill(row, row + w.out[2], std::numeric_limits<T>::lowest());  // windows with no tap
+  int64_t inner_lo = 0, inner_hi = 0;
+
+  explicit MaxPoolPlan(const Window& w) : r{tap_ranges(w, 0), tap_ranges(w, 1), tap_ranges(w, 2)} {
+    inner_hi = w.out[2];
+    while (inner_lo < inner_hi && r[2].lo[static_cast<size_t>(inner_lo)] != 0) ++inner_lo;
+    while (inner_hi > inner_lo && r[2].hi[static_cast<size_t>(inner_hi - 1)] != w.k[2]) --inner_hi;
+  }
+};
+
+using Stride1 = std::integral_constant<int64_t, 1>;
+using Stride2 = std::integral_constant<int64_t, 2>;
+
+// The inner run of a float row 16 outputs at a time, every tap of a window
+// folded into one register before the store: tap by tap over the whole row
+// (the loop below it), a row of 32 outputs spent more time starting and
+// ending its loops than in them. Through GCC's vector extensions, 16 floats
+// are one AVX-512 register in the v4 clone and two or four narrower ones in
+// the others. Rows of fewer than 16 inner outputs take the loop below.
+#if defined(__GNUC__) && !defined(__clang__)
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef int Ints16 __attribute__((vector_size(64)));
+
+// Lane l of v: in[(o + l) * s]. Reads nothing past the last lane's element.
+// (An out-parameter: a returned vector this wide warns of an ABI that,
+// inlined, it never has.)
+template <typename Stride>
+[[gnu::always_inline]] inline void tap_vector(const float* in, int64_t o, Stride s, Floats16& v) {
+  if constexpr (std::is_same_v<Stride, Stride1>) {
+    std::memcpy(&v, in + o, sizeof v);
+  } else if constexpr (std::is_same_v<Stride, Stride2>) {
+    Floats16 a, b;  // the span's elements [0, 16) and [15, 31)
+    std::memcpy(&a, in + 2 * o, sizeof a);
+    std::memcpy(&b, in + 2 * o + 15, sizeof b);
+    v = __builtin_shuffle(a, b, Ints16{0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31});
+  } else {
+    for (int l = 0; l < 16; ++l) v[l] = in[(o + l) * s];
+  }
+}
+
+// Returns false, writing nothing, for a row this does not take.
+template <typename T, typename InputRow, typename Stride>
+[[gnu::always_inline]] inline bool vector_run(T* row, const InputRow& input_row, const Window& w,
+                                              const MaxPoolPlan& plan, int64_t kd0, int64_t kd1, int64_t kh0,
+                                              int64_t kh1, Stride s2) {
+  constexpr int64_t kLanes = 16;
+  const int64_t lo = plan.inner_lo, hi = plan.inner_hi;
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (hi - lo < kLanes) return false;
+    for (int64_t o = lo;; o += kLanes) {
+      o = std::min(o, hi - kLanes);  // the last vector may overlap the one before: same values
+      Floats16 best = Floats16{} + std::numeric_limits<float>::lowest();  // a window with no tap
+      bool first = true;
+      for (int64_t kd = kd0; kd < kd1; ++kd)
+        for (int64_t kh = kh0; kh < kh1; ++kh)
+          for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+            Floats16 v;
+            tap_vector(input_row(kd, kh) + kw * w.d[2] - w.pb[2], o, s2, v);
+            best = first ? v : (v > best ? v : best);  // max_pool's order: the first tap seeds
+            first = false;
+          }
+      std::memcpy(row + o, &best, sizeof best);
+      if (o + kLanes >= hi) return true;
+    }
+  }
+}
+#else
+template <typename T, typename InputRow, typename Stride>
+bool vector_run(T*, const InputRow&, const Window&, const MaxPoolPlan&, int64_t, int64_t, int64_t, int64_t,
+                Stride) {
+  return false;
+}
+#endif
+
+// One plane. `s2`, the last dim's stride, is a compile-time constant for the
+// common strides 1 and 2, so that the inner run's loads vectorise as
+// contiguous or deinterleaved ones rather than one element at a time.
+// Inlined into max_pool_planes' clones, so it is built for their CPU.
+template <typename T, typename Stride>
+[[gnu::always_inline]] inline void max_pool_plane(const T* xp, T* yp, const Window& w, const MaxPoolPlan& plan, Stride s2) {
+  const TapRanges* r = plan.r;
+  const int64_t inner_lo = plan.inner_lo, inner_hi = plan.inner_hi, d2 = w.d[2];
+  for (int64_t od = 0; od < w.out[0]; ++od)
+    for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+      const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
+      const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
+      T* row = yp + (od * w.out[1] + oh) * w.out[2];
+      auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
+        return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
+      };
+      if (!vector_run(row, input_row, w, plan, r[0].lo[d], r[0].hi[d], r[1].lo[h], r[1].hi[h], s2)) {
         // The inner run, tap by tap.
+        std::fill(row + inner_lo, row + inner_hi, std::numeric_limits<T>::lowest());  // windows with no tap
         bool first = true;
         for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
           for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh)
             for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-              const T* in = input_row(kd, kh);
-              const int64_t at = kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
+              const T* in = input_row(kd, kh) + kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
               if (first) {
-                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2 + at];
+                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2];
               } else {
                 for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
-                  const T v = in[ow * s2 + at];
+                  const T v = in[ow * s2];
                   row[ow] = v > row[ow] ? v : row[ow];
                 }
               }
               first = false;
             }
-        // The edges, output by output.
-        for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-          if (ow == inner_lo) ow = std::max(inner_hi, ow);
-          if (ow >= w.out[2]) break;
-          const size_t c = static_cast<size_t>(ow);
-          bool seeded = false;
-          T best = std::numeric_limits<T>::lowest();
-          for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
-            for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh) {
-              const T* in = input_row(kd, kh);
-              for (int64_t kw = r[2].lo[c]; kw < r[2].hi[c]; ++kw) {
-                const T v = in[ow * s2 - w.pb[2] + kw * d2];
-                best = !seeded || v > best ? v : best;
-                seeded = true;
-              }
-            }
-          row[ow] = best;
-        }
       }
+      // The edges, output by output.
+      for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+        if (ow == inner_lo) ow = std::max(inner_hi, ow);
+        if (ow >= w.out[2]) break;
+        const size_t c = static_cast<size_t>(ow);
+        bool seeded = false;
+        T best = std::numeric_limits<T>::lowest();
+        for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
+          for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh) {
+            const T* in = input_row(kd, kh);
+            for (int64_t kw = r[2].lo[c]; kw < r[2].hi[c]; ++kw) {
+              const T v = in[ow * s2 - w.pb[2] + kw * d2];
+              best = !seeded || v > best ? v : best;
+              seeded = true;
+            }
+          }
+        row[ow] = best;
+      }
+    }
+}
+
+// Planes [p0, p1), built for the CPU it runs on (kernels/simd.h): as
+// baseline SSE2, the stride-2 loads went one element at a time.
+template <typename T>
+EPPROF_SIMD_CLONES void max_pool_planes(const T* x, T* y, int64_t p0, int64_t p1, const Window& w,
+                                        const MaxPoolPlan& plan) noexcept {
+  for (int64_t pl = p0; pl < p1; ++pl) {
+    const T* xp = x + pl * w.in_size();
+    T* yp = y + pl * w.out_size();
+    if (w.s[2] == 1)
+      max_pool_plane(xp, yp, w, plan, Stride1());
+    else if (w.s[2] == 2)
+      max_pool_plane(xp, yp, w, plan, Stride2());
+    else
+      max_pool_plane(xp, yp, w, plan, w.s[2]);
   }
+}
+
+// The planes split across the intra-op threads when there are taps enough.
+template <typename T>
+void max_pool_values(const Tensor& x, const Window& w, Tensor& out) {
+  const MaxPoolPlan plan(w);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t ranges = detail::intra_op_ranges(planes, 2, planes * w.out_size() * w.k_size());
+  const T* xd = x.data<T>();
+  T* yd = out.mutable_data<T>();
+  detail::parallel_for_ranges(planes, ranges, [&](int64_t, int64_t p0, int64_t p1) {
+    max_pool_planes<T>(xd, yd, p0, p1, w, plan);
+  });
 }
 
 std::unique_ptr<Kernel> make_max_pool(const Node& node) {
