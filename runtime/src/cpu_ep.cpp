@@ -1,5 +1,7 @@
 // The built-in CPU execution provider: claims every op in the kernel table
-// within its opset range.
+// within its domain's opset range.
+#include "cpu_ep.h"
+
 #include "epprof/rt/execution_provider.h"
 #include "kernels/common.h"
 
@@ -8,9 +10,10 @@ namespace epprof::rt {
 namespace {
 
 const kernels::KernelDef* find_def(const Node& node) {
-  if (!node.domain.empty()) return nullptr;
   for (const auto& d : kernels::cpu_kernel_table())
-    if (node.op_type == d.op_type && node.opset >= d.since_version && node.opset <= d.max_version) return &d;
+    if (node.op_type == d.op_type && node.domain == d.domain && node.opset >= d.since_version &&
+        node.opset <= d.max_version)
+      return &d;
   return nullptr;
 }
 
@@ -29,9 +32,13 @@ class CpuExecutionProvider final : public ExecutionProvider {
 
 std::shared_ptr<ExecutionProvider> make_cpu_execution_provider() { return std::make_shared<CpuExecutionProvider>(); }
 
+bool detail::is_cpu_execution_provider(const ExecutionProvider& p) {
+  return dynamic_cast<const CpuExecutionProvider*>(&p) != nullptr;
+}
+
 std::vector<OpSupport> cpu_supported_ops() {
   std::vector<OpSupport> out;
-  for (const auto& d : kernels::cpu_kernel_table()) out.push_back({d.op_type, d.since_version, d.max_version});
+  for (const auto& d : kernels::cpu_kernel_table()) out.push_back({d.op_type, d.since_version, d.max_version, d.domain});
   return out;
 }
 

@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "epprof/profiler.h"
+#include "cpu_ep.h"
 #include "executor.h"
+#include "fusion.h"
 #include "intra_op.h"
 #include "shape_epochs.h"
 #include "model.h"
@@ -29,6 +31,7 @@ struct Session::Impl {
   std::unique_ptr<detail::ShapeEpochs> shape_epochs;
   int intra_op_threads = 1;  // options.intra_op_threads resolved (never 0)
   std::unique_ptr<detail::IntraOpPool> intra_op_pool;  // its workers; null with 1 thread
+  Session::Fusions fusions;
 };
 
 namespace {
@@ -440,6 +443,13 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
     if (!p) throw Error(ErrorKind::InvalidModel, "a null execution provider was given");
     s->provider_names.push_back(p->name());
   }
+  if (s->options.fuse_nodes) {
+    const detail::FusionCounts f = detail::fuse_nodes(s->model, [&](const Node& node) {
+      const size_t p = claiming_provider(*s, node);
+      return p < s->providers.size() && detail::is_cpu_execution_provider(*s->providers[p]);
+    });
+    s->fusions = {f.batch_norms, f.fused_convs, f.absorbed};
+  }
   assign_and_create_kernels(*s);
   build_top_level_plan(*s);
   s->shape_epochs = std::make_unique<detail::ShapeEpochs>(detail::prove_epochs(s->plan, epoch_key_candidates(*s)));
@@ -476,6 +486,7 @@ bool Session::node_runs(size_t i) const {
 int Session::intra_op_threads() const { return impl_->intra_op_threads; }
 int Session::inter_op_threads() const { return impl_->executor->threads(); }
 int Session::opset() const { return impl_->model.opset; }
+Session::Fusions Session::fusions() const { return impl_->fusions; }
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const RunOptions& options) {
   const Impl& s = *impl_;

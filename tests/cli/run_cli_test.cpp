@@ -559,6 +559,35 @@ TEST(RunCli, ConstantFoldingLeavesFoldedNodesOutOfTheTrace) {
   }
 }
 
+// By default the bundled CNN runs as ONNX Runtime runs it: its
+// BatchNormalizations folded into the Convs, and Conv [+ Add] + Relu as one
+// FusedConv named after the Conv; the summary and the trace's metadata say
+// so. --no-fusion runs and traces the graph as written.
+TEST(RunCli, FusionRunsTheCnnAsOnnxRuntimeDoes) {
+  TempDir dir;
+  for (const bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "default" : "--no-fusion");
+    const std::string trace = dir.file(fuse ? "fused.json" : "plain.json");
+    std::vector<std::string> args{"--runs", "1", "--warmup", "0", "--no-table", "--threads", "1", "--output", trace};
+    if (!fuse) args.push_back("--no-fusion");
+    Result r = epprof(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("fused: 7 BatchNormalization folded into Conv") != std::string::npos, fuse) << r.output;
+    std::map<std::string, int> ops;
+    std::string fusions;
+    bool stem = false;
+    for (const auto& e : epprof::testing::read_trace(trace)) {
+      if (e.cat == "Node" && e.ph == "X") ++ops[e.arg("op_name")], stem |= e.name == "stem.conv_kernel_time";
+      if (e.ph == "M" && e.name == "epprof_metadata") fusions = e.arg("fusions");
+    }
+    EXPECT_TRUE(stem) << "the fused node keeps the Conv's name";
+    EXPECT_EQ(ops["BatchNormalization"], fuse ? 0 : 7);
+    EXPECT_EQ(ops["Relu"], fuse ? 0 : 7);
+    EXPECT_EQ(ops["FusedConv"], fuse ? 7 : 0);
+    EXPECT_EQ(fusions == "none", !fuse) << fusions;
+  }
+}
+
 TEST(RunCli, SavedOutputsAreTensorProtoFilesNamedAfterTheGraphOutputs) {
   TempDir dir;
   const std::string model = dir.file("relu.onnx");

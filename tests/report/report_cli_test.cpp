@@ -208,8 +208,13 @@ TEST(ReportCli, EpprofRunTraceIsInOnnxRuntimeOrder) {
       EXPECT_GT(i, runs[size_t(r) - 1].pos) << e.dump() << " comes before the previous model_run";
     }
   }
-  EXPECT_GT(nodes, 4 * 20u);
-  EXPECT_GT(devices, 4 * 20u);
+  // Every run's every node was checked, and the device work of each.
+  std::set<std::string> names;
+  for (const json& e : events)
+    if (e["ph"] == "X" && e["cat"] == "Node") names.insert(e["name"].get<std::string>());
+  EXPECT_GE(names.size(), 10u);
+  EXPECT_EQ(nodes, 4 * names.size());
+  EXPECT_GE(devices, nodes);
 }
 
 // epprof run --memory on the bundled CNN: every node's allocation is its
@@ -262,14 +267,14 @@ TEST(ReportCli, MemoryProfilingMatchesTheOutputShapes) {
     const int64_t allocated = std::stoll(e["args"]["mem_allocated_bytes"].get<std::string>());
     const int64_t freed = std::stoll(e["args"]["mem_freed_bytes"].get<std::string>());
     EXPECT_EQ(allocated - freed, want) << node;
-    if (e["args"]["op_name"] != "Conv") {
+    if (e["args"]["op_name"] != "Conv" && e["args"]["op_name"] != "FusedConv") {
       EXPECT_EQ(freed, 0) << node;
     }
     temporaries += freed;
     per_node[node.substr(0, node.size() - std::string("_kernel_time").size())] = want;
     ++checked;
   }
-  EXPECT_EQ(checked, 3 * 29u);
+  EXPECT_EQ(checked, 3 * 12u);  // the CNN's 29 nodes, less the 17 its Convs absorbed (SessionOptions::fuse_nodes)
   // The CNN's 3x3 convolutions allocate reported scratch, freed within the
   // node, where OpenBLAS runs their gemms (im2col columns) and on AVX-512
   // (the implicit GEMM's zero-padded copy of X); the runtime's AVX2 sgemm

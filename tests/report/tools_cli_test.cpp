@@ -135,10 +135,10 @@ TEST_F(ToolsCli, DiffOfATraceWithItselfIsZero) {
 }
 
 TEST_F(ToolsCli, DiffFlagsAnOpMadeSlower) {
-  // B: every Relu node takes 5 ms longer; nothing else changes.
+  // B: every MaxPool node takes 5 ms longer; nothing else changes.
   json ev = load_json(dir_->file("a.json"));
   for (json& e : ev)
-    if (e["cat"] == "Node" && e["args"]["op_name"] == "Relu") {
+    if (e["cat"] == "Node" && e["args"]["op_name"] == "MaxPool") {
       // From its exact length: an integer-us trace writes a slice under
       // 1 us as 1 us with the exact length in "dur_ns" (which the 5 ms
       // slower slice no longer needs; fractional "dur" says it).
@@ -156,19 +156,20 @@ TEST_F(ToolsCli, DiffFlagsAnOpMadeSlower) {
   const json d = json::parse(r.out);
   ASSERT_FALSE(d["op"].empty());
   const json& top = d["op"][0];
-  EXPECT_EQ(top["key"], "Relu");
-  size_t relus = 0;  // Relu nodes per run
+  EXPECT_EQ(top["key"], "MaxPool");
+  size_t pools = 0;  // MaxPool nodes per run
   std::set<std::string> names;
   for (const json& e : ev)
-    if (e["cat"] == "Node" && e["args"]["op_name"] == "Relu") names.insert(e["name"]);
-  relus = names.size();
-  EXPECT_NEAR(top["delta_us"].get<double>(), 5000.0 * double(relus), 0.01);
+    if (e["cat"] == "Node" && e["args"]["op_name"] == "MaxPool") names.insert(e["name"]);
+  pools = names.size();
+  ASSERT_GT(pools, 0u);
+  EXPECT_NEAR(top["delta_us"].get<double>(), 5000.0 * double(pools), 0.01);
   EXPECT_EQ(top["significant"], true);
   for (size_t i = 1; i < d["op"].size(); ++i) EXPECT_EQ(d["op"][i]["delta_us"].get<double>(), 0.0);
-  // Text output: sorted by absolute change, Relu first.
+  // Text output: sorted by absolute change, MaxPool first.
   CmdResult t = run_cmd(cli() + " diff " + dir_->file("a.json") + " " + dir.file("slow.json") + " --by op");
   ASSERT_EQ(t.rc, 0) << t.out;
-  EXPECT_LT(t.out.find("Relu"), t.out.find("Conv")) << t.out;
+  EXPECT_LT(t.out.find("MaxPool"), t.out.find("Conv")) << t.out;
 }
 
 TEST_F(ToolsCli, MergeAlignsByT0AndKeepsProcessesApart) {

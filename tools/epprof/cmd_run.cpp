@@ -44,6 +44,7 @@ struct Options {
   int threads = 0;           // intra-op; 0: the runtime's default (ONNX Runtime's)
   int inter_op_threads = 0;  // parallel executor's pool; 0: hardware concurrency
   bool fold_constants = true;  // rt::SessionOptions::fold_constants
+  bool fuse_nodes = true;      // rt::SessionOptions::fuse_nodes
   int runs = 10;
   int warmup = 1;
   uint64_t seed = 42;
@@ -95,6 +96,11 @@ void print_help() {
       "                       run every node on every run. By default, as in ONNX\n"
       "                       Runtime, nodes computed from initializers alone run once\n"
       "                       when the session is created and are not in the trace\n"
+      "  --no-fusion          run the graph as written. By default, as in ONNX Runtime,\n"
+      "                       a BatchNormalization after a Conv is folded into its\n"
+      "                       weights, and a Conv with the Add and Relu or Clip after it\n"
+      "                       runs as one FusedConv node (where the CPU EP runs them\n"
+      "                       all); the nodes it absorbed are not in the trace\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
@@ -187,6 +193,8 @@ int parse(int argc, char** argv, Options& o) {
         if (ep.empty()) return usage_error(kCommand, "--ep: empty name in '" + std::string(v) + "'");
     } else if (a == "--no-constant-folding") {
       o.fold_constants = false;
+    } else if (a == "--no-fusion") {
+      o.fuse_nodes = false;
     } else if (a == "--executor") {
       if (!(v = need(i))) return usage_error(kCommand, "--executor needs sequential or parallel");
       if (std::strcmp(v, "sequential") == 0) o.executor = rt::ExecutorKind::Sequential;
@@ -381,6 +389,16 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
+// What the session's fusion did, for the summary and the trace's metadata.
+std::string fusions_text(const rt::Session::Fusions& f) {
+  std::string out;
+  if (f.batch_norms) out = std::to_string(f.batch_norms) + " BatchNormalization folded into Conv";
+  if (f.fused_convs)
+    out += (out.empty() ? "" : ", ") + std::to_string(f.fused_convs) + " Conv made FusedConv, absorbing " +
+           std::to_string(f.absorbed) + " Add/Relu/Clip";
+  return out.empty() ? "none" : out;
+}
+
 // PATH without its extension (.json, or a database's) + ".run<N>" + the
 // extension (".json" if it had none); later APPLICATION passes add ".pass<P>".
 std::string run_trace_path(const std::string& output, int pass, int run) {
@@ -493,6 +511,7 @@ int execute(const Options& o) {
   so.intra_op_threads = o.threads;
   so.inter_op_threads = o.inter_op_threads;
   so.fold_constants = o.fold_constants;
+  so.fuse_nodes = o.fuse_nodes;
   std::vector<epprof_plugin_t> plugins = load_plugins(o);
   if (o.profile) {
     for (epprof_plugin_t p : register_ep_profilers(so)) plugins.push_back(p);
@@ -530,6 +549,7 @@ int execute(const Options& o) {
         {"intra_op_threads", std::to_string(session.intra_op_threads())},
         {"inter_op_threads", std::to_string(session.inter_op_threads())},
         {"blas_kernels", rt::blas_kernels()},
+        {"fusions", fusions_text(session.fusions())},
         {"sgemm_kernel", rt::sgemm_kernels()}};
     for (const auto& [key, value] : settings)
       if (epprof_status* st = epprof_profiler_set_metadata(session_profiler->profiler(), key, value.c_str()))
@@ -595,6 +615,8 @@ int execute(const Options& o) {
   if (session.inter_op_threads()) threads += ", inter-op threads " + std::to_string(session.inter_op_threads());
   std::printf("model: %s (%zu nodes, %s, %s, ep %s)\n", model.c_str(), session.nodes().size(),
               session.executor_name(), threads.c_str(), eps.c_str());
+  if (const rt::Session::Fusions f = session.fusions(); f.batch_norms || f.fused_convs)
+    std::printf("fused: %s (--no-fusion runs the graph as written)\n", fusions_text(f).c_str());
   if (completed > 0)
     std::printf("runs: %d measured + %d warm-up%s, %.3f ms per run (wall, all runs)\n", o.runs, o.warmup,
                 passes > 1 ? (", x " + std::to_string(passes) + " passes").c_str() : "", wall_ms / double(completed));

@@ -58,9 +58,10 @@ using KernelFactory = std::unique_ptr<Kernel> (*)(const Node&);
 
 struct KernelDef {
   const char* op_type;
-  int since_version;
+  int since_version;  // of its domain's opset
   int max_version;
   KernelFactory factory;
+  const char* domain = "";  // "" : the default ONNX domain
 };
 
 // Each kernel file appends its definitions.

@@ -15,6 +15,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -367,8 +368,114 @@ std::unique_ptr<Kernel> make_conv(const Node& node) {
   });
 }
 
+// ONNX Runtime's contrib FusedConv (com.microsoft, since version 1):
+// Y = activation(Conv(X, W, B) + Z), Z optional and of Y's shape, float
+// only. The runtime's fusion pass (fusion.h) makes one of Conv [+ Add]
+// [+ Relu | Clip]; a model ONNX Runtime optimised and saved may hold any.
+enum class Activation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid };
+
+struct Epilogue {
+  Activation act = Activation::kNone;
+  float a = 0.0f, b = 0.0f;  // Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta
+};
+
+Epilogue epilogue_of(const Node& node) {
+  Epilogue e;
+  const std::string act = node.attr_string("activation", "");
+  const std::vector<float> p = node.has_attr("activation_params") ? node.attr_floats("activation_params")
+                                                                  : std::vector<float>{};
+  auto params = [&](size_t n) {
+    if (p.size() != n)
+      fail(node.describe() + ": activation " + act + " takes " + std::to_string(n) + " activation_params, got " +
+           std::to_string(p.size()));
+  };
+  if (act.empty()) {
+    params(0);
+  } else if (act == "Relu") {
+    params(0), e.act = Activation::kRelu;
+  } else if (act == "Sigmoid") {
+    params(0), e.act = Activation::kSigmoid;
+  } else if (act == "Tanh") {
+    params(0), e.act = Activation::kTanh;
+  } else if (act == "Clip") {
+    params(2), e.act = Activation::kClip, e.a = p[0], e.b = p[1];
+  } else if (act == "LeakyRelu") {
+    params(1), e.act = Activation::kLeakyRelu, e.a = p[0];
+  } else if (act == "HardSigmoid") {
+    params(2), e.act = Activation::kHardSigmoid, e.a = p[0], e.b = p[1];
+  } else {
+    fail(node.describe() + ": unknown activation '" + act +
+         "' (FusedConv takes Relu, Clip, LeakyRelu, Sigmoid, Tanh or HardSigmoid)");
+  }
+  return e;
+}
+
+template <bool HasZ, Activation A>
+[[gnu::always_inline]] inline void epilogue_loop(float* y, const float* z, int64_t n, float a, float b) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i];
+    if constexpr (HasZ) v += z[i];
+    if constexpr (A == Activation::kRelu) v = v > 0.0f ? v : 0.0f;
+    if constexpr (A == Activation::kClip) v = v < a ? a : (v > b ? b : v);
+    if constexpr (A == Activation::kLeakyRelu) v = v >= 0.0f ? v : a * v;
+    if constexpr (A == Activation::kSigmoid) v = 1.0f / (1.0f + std::exp(-v));
+    if constexpr (A == Activation::kTanh) v = std::tanh(v);
+    if constexpr (A == Activation::kHardSigmoid) v = std::max(0.0f, std::min(1.0f, a * v + b));
+    y[i] = v;
+  }
+}
+
+template <bool HasZ>
+EPPROF_SIMD_CLONES void apply_epilogue(float* y, const float* z, int64_t n, const Epilogue& e) noexcept {
+  switch (e.act) {
+    case Activation::kNone: epilogue_loop<HasZ, Activation::kNone>(y, z, n, e.a, e.b); break;
+    case Activation::kRelu: epilogue_loop<HasZ, Activation::kRelu>(y, z, n, e.a, e.b); break;
+    case Activation::kClip: epilogue_loop<HasZ, Activation::kClip>(y, z, n, e.a, e.b); break;
+    case Activation::kLeakyRelu: epilogue_loop<HasZ, Activation::kLeakyRelu>(y, z, n, e.a, e.b); break;
+    case Activation::kSigmoid: epilogue_loop<HasZ, Activation::kSigmoid>(y, z, n, e.a, e.b); break;
+    case Activation::kTanh: epilogue_loop<HasZ, Activation::kTanh>(y, z, n, e.a, e.b); break;
+    case Activation::kHardSigmoid: epilogue_loop<HasZ, Activation::kHardSigmoid>(y, z, n, e.a, e.b); break;
+  }
+}
+
+std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
+  const WindowAttrs attrs = WindowAttrs::from_node(node);
+  const int64_t group = node.attr_int("group", 1);
+  if (group <= 0) fail(node.describe() + ": group must be positive, got " + std::to_string(group));
+  const Epilogue e = epilogue_of(node);
+  return make_kernel([attrs, group, e](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Tensor& wt = ctx.input(1);
+    if (x.dtype() != DataType::Float || wt.dtype() != DataType::Float)
+      fail("FusedConv X and W must be float, got " + x.description() + " and " + wt.description());
+    Tensor y = conv<float>(x, wt, ctx.optional_input(2), attrs, group);
+    const Tensor* z = ctx.optional_input(3);
+    if (z && (z->dtype() != DataType::Float || z->shape() != y.shape()))
+      fail("FusedConv Z must be float" + shape_to_string(y.shape()) + " (Y's shape), got " + z->description());
+    if (z || e.act != Activation::kNone) {
+      // By planes, across the intra-op threads when there are elements enough.
+      const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;
+      float* yd = y.mutable_data<float>();
+      const float* zd = z ? z->data<float>() : nullptr;
+      detail::parallel_for_ranges(planes, detail::intra_op_ranges(planes, kRangesPerThread, y.size()),
+                                  [&](int64_t, int64_t p0, int64_t p1) {
+                                    float* yr = yd + p0 * plane;
+                                    const int64_t n = (p1 - p0) * plane;
+                                    if (zd)
+                                      apply_epilogue<true>(yr, zd + p0 * plane, n, e);
+                                    else
+                                      apply_epilogue<false>(yr, nullptr, n, e);
+                                  });
+    }
+    ctx.outputs[0] = std::move(y);
+  });
+}
+
 }  // namespace
 
-void register_conv(std::vector<KernelDef>& t) { t.push_back({"Conv", 1, 17, make_conv}); }
+void register_conv(std::vector<KernelDef>& t) {
+  t.push_back({"Conv", 1, 17, make_conv});
+  t.push_back({"FusedConv", 1, 1, make_fused_conv, "com.microsoft"});
+}
 
 }  // namespace epprof::rt::kernels

@@ -68,8 +68,9 @@ std::shared_ptr<ExecutionProvider> make_cpu_execution_provider();
 // The op types the CPU EP supports and their opset range.
 struct OpSupport {
   std::string op_type;
-  int since_version;  // lowest opset the kernel implements
-  int max_version;    // highest opset the kernel implements
+  int since_version;  // lowest opset of `domain` the kernel implements
+  int max_version;    // highest opset of `domain` the kernel implements
+  std::string domain;  // "" : the default ONNX domain; else e.g. "com.microsoft"
 };
 std::vector<OpSupport> cpu_supported_ops();
 

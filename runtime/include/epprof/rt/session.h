@@ -49,6 +49,15 @@ struct SessionOptions {
   // profile, as in ONNX Runtime's. false: every node runs on every run.
   // Constant nodes are folded either way.
   bool fold_constants = true;
+  // Fuse, when the session is created, what ONNX Runtime fuses in a CNN at
+  // its default optimisation level: a BatchNormalization after a Conv is
+  // folded into the Conv's weights and bias, and a Conv with the Add and
+  // the Relu or Clip after it becomes one com.microsoft FusedConv where the
+  // CPU EP runs them all (an EP that claims one of them keeps them). The
+  // fused node keeps the Conv's name; the nodes it absorbed are not in
+  // nodes() and never run, as in ONNX Runtime's profile. false: the graph
+  // runs as written.
+  bool fuse_nodes = true;
 
   static constexpr int kMaxThreads = 1024;  // larger values are refused (ErrorKind::BadOption)
 };
@@ -79,7 +88,14 @@ class Session {
 
   const std::vector<IoInfo>& inputs() const;   // required inputs (initializers excluded)
   const std::vector<IoInfo>& outputs() const;
-  const std::vector<Node>& nodes() const;      // topological order
+  const std::vector<Node>& nodes() const;      // topological order, after fusion (fuse_nodes)
+  // What SessionOptions::fuse_nodes did: BatchNormalization nodes folded
+  // into a Conv; Convs made FusedConvs, and the Add, Relu and Clip nodes
+  // they absorbed. All 0 with fuse_nodes false.
+  struct Fusions {
+    int batch_norms = 0, fused_convs = 0, absorbed = 0;
+  };
+  Fusions fusions() const;
   const std::string& provider_of(size_t node_index) const;
   // Whether top-level node `node_index` runs in a run: false for the nodes
   // computed once at creation (Constant nodes; SessionOptions::fold_constants).

@@ -1,0 +1,263 @@
+// SessionOptions::fuse_nodes: a Conv's BatchNormalization folded into its
+// weights, Conv [+ Add] [+ Relu | Clip] run as one com.microsoft FusedConv,
+// with the outputs of the graph as written; what it must leave alone; and
+// FusedConv as a model may hold it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "epprof/rt/execution_provider.h"
+#include "epprof/rt/session.h"
+#include "test_models.h"
+
+using namespace epprof::rt;
+using namespace epprof::rt::testing;
+
+namespace {
+
+std::vector<float> random_values(size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& e : v) e = u(rng);
+  return v;
+}
+
+constexpr int64_t kC = 3, kM = 4, kH = 9, kW = 20;  // rows of 20 columns: the implicit GEMM on AVX-512
+
+// Conv(x) 3x3 pad 1 with a bias, its BatchNormalization, then what `tail`
+// adds; the Conv's output is "c", the BatchNormalization's "n".
+onnx::ModelProto conv_bn_model(int opset = 17) {
+  onnx::ModelProto m = make_model(opset);
+  add_io(m, true, "x", {1, kC, kH, kW});
+  add_float_init(m, "w", {kM, kC, 3, 3}, random_values(size_t(kM * kC * 9), 1));
+  add_float_init(m, "b", {kM}, random_values(kM, 2));
+  add_float_init(m, "scale", {kM}, random_values(kM, 3, 0.5f, 2.0f));
+  add_float_init(m, "shift", {kM}, random_values(kM, 4));
+  add_float_init(m, "mean", {kM}, random_values(kM, 5));
+  add_float_init(m, "var", {kM}, random_values(kM, 6, 0.1f, 3.0f));
+  auto* conv = add_node(m, "Conv", "conv", {"x", "w", "b"}, {"c"});
+  set_ints(conv, "kernel_shape", {3, 3});
+  set_ints(conv, "pads", {1, 1, 1, 1});
+  auto* bn = add_node(m, "BatchNormalization", "bn", {"c", "scale", "shift", "mean", "var"}, {"n"});
+  set_float(bn, "epsilon", 1e-3f);
+  return m;
+}
+
+std::map<std::string, Tensor> inputs_of(const Session& s) {
+  std::map<std::string, Tensor> in;
+  unsigned seed = 10;
+  for (const IoInfo& i : s.inputs())
+    in.emplace(i.name, Tensor::from_vector<float>(i.shape, random_values(size_t(shape_size(i.shape)), seed++)));
+  return in;
+}
+
+SessionOptions fusing(bool fuse) {
+  SessionOptions o;
+  o.fuse_nodes = fuse;
+  return o;
+}
+
+std::vector<std::string> op_types(const Session& s) {
+  std::vector<std::string> ops;
+  for (const Node& n : s.nodes()) ops.push_back(n.op_type);
+  return ops;
+}
+
+// The fused session's outputs against the graph run as written. Folding
+// rounds differently: the error is relative to the terms' scale (inputs
+// and weights in [-1, 1], sums of 27 products), not to a result that
+// cancels to near 0.
+void expect_same_outputs(const std::string& model, float tolerance = 1e-5f) {
+  Session fused = Session::from_bytes(model, fusing(true)), plain = Session::from_bytes(model, fusing(false));
+  const auto in = inputs_of(plain);
+  const auto a = fused.run(in), b = plain.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t o = 0; o < a.size(); ++o) {
+    ASSERT_EQ(a[o].shape(), b[o].shape());
+    const auto av = a[o].to_vector<float>(), bv = b[o].to_vector<float>();
+    for (size_t i = 0; i < av.size(); ++i)
+      ASSERT_LE(std::fabs(av[i] - bv[i]), tolerance * (std::fabs(bv[i]) + 1.0f)) << "output " << o << " element " << i;
+  }
+}
+
+TEST(Fusion, ConvBatchNormReluBecomeOneFusedConv) {
+  onnx::ModelProto m = conv_bn_model();
+  add_node(m, "Relu", "relu", {"n"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  Session s = Session::from_bytes(bytes(m));
+  ASSERT_EQ(op_types(s), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(s.nodes()[0].name, "conv");  // the trace names the fused node as the Conv
+  EXPECT_EQ(s.nodes()[0].domain, "com.microsoft");
+  EXPECT_EQ(s.nodes()[0].attr_string("activation", ""), "Relu");
+  const Session::Fusions f = s.fusions();
+  EXPECT_EQ(f.batch_norms, 1);
+  EXPECT_EQ(f.fused_convs, 1);
+  EXPECT_EQ(f.absorbed, 1);
+  expect_same_outputs(bytes(m));
+  // Without fusion, the graph as written.
+  Session plain = Session::from_bytes(bytes(m), fusing(false));
+  EXPECT_EQ(op_types(plain), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  EXPECT_EQ(plain.fusions().batch_norms, 0);
+}
+
+TEST(Fusion, ResidualAddAndReluJoinTheConv) {
+  onnx::ModelProto m = conv_bn_model();
+  add_io(m, true, "skip", {1, kM, kH, kW});
+  add_node(m, "Add", "add", {"skip", "n"}, {"s"});  // Y second: Z is the other input either way
+  add_node(m, "Relu", "relu", {"s"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  Session s = Session::from_bytes(bytes(m));
+  ASSERT_EQ(op_types(s), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(s.nodes()[0].inputs.size(), 4u);
+  EXPECT_EQ(s.nodes()[0].inputs[3], "skip");
+  EXPECT_EQ(s.fusions().absorbed, 2);
+  expect_same_outputs(bytes(m));
+}
+
+TEST(Fusion, ClipWithConstantBoundsIsTheActivation) {
+  onnx::ModelProto m = conv_bn_model();
+  add_float_init(m, "lo", {}, {0.0f});
+  add_float_init(m, "hi", {}, {0.5f});
+  add_node(m, "Clip", "clip", {"n", "lo", "hi"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  Session s = Session::from_bytes(bytes(m));
+  ASSERT_EQ(op_types(s), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(s.nodes()[0].attr_string("activation", ""), "Clip");
+  expect_same_outputs(bytes(m));
+
+  // A bound a run gives is no constant: the Clip stays.
+  onnx::ModelProto v = conv_bn_model();
+  add_float_init(v, "lo", {}, {0.0f});
+  add_io(v, true, "hi", {});
+  add_node(v, "Clip", "clip", {"n", "lo", "hi"}, {"y"});
+  add_io(v, false, "y", {1, kM, kH, kW});
+  Session sv = Session::from_bytes(bytes(v));
+  EXPECT_EQ(op_types(sv), (std::vector<std::string>{"Conv", "Clip"}));
+}
+
+TEST(Fusion, LeavesAValueOthersReadAlone) {
+  // The Conv's output is a graph output: nothing fuses.
+  onnx::ModelProto a = conv_bn_model();
+  add_node(a, "Relu", "relu", {"n"}, {"y"});
+  add_io(a, false, "c", {1, kM, kH, kW});
+  add_io(a, false, "y", {1, kM, kH, kW});
+  EXPECT_EQ(op_types(Session::from_bytes(bytes(a))),
+            (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  expect_same_outputs(bytes(a));
+
+  // The normalised value is read twice: the fold happens, the Relu stays.
+  onnx::ModelProto b = conv_bn_model();
+  add_node(b, "Relu", "relu", {"n"}, {"y"});
+  add_node(b, "Sigmoid", "sig", {"n"}, {"z"});
+  add_io(b, false, "y", {1, kM, kH, kW});
+  add_io(b, false, "z", {1, kM, kH, kW});
+  Session sb = Session::from_bytes(bytes(b));
+  EXPECT_EQ(op_types(sb), (std::vector<std::string>{"Conv", "Relu", "Sigmoid"}));
+  EXPECT_EQ(sb.fusions().batch_norms, 1);
+  EXPECT_EQ(sb.fusions().fused_convs, 0);
+  expect_same_outputs(bytes(b));
+
+  // A weight a run may not change but that another node also reads keeps
+  // its value for that node.
+  onnx::ModelProto c = conv_bn_model();
+  add_node(c, "Identity", "keep_w", {"w"}, {"w_out"});
+  add_io(c, false, "n", {1, kM, kH, kW});
+  add_io(c, false, "w_out", {kM, kC, 3, 3});
+  expect_same_outputs(bytes(c));
+}
+
+// An EP before the CPU EP that claims Relu: the Relu stays its node (the
+// BatchNormalization is still folded, the Conv stays a Conv).
+class ReluEp final : public ExecutionProvider {
+ public:
+  std::string name() const override { return "ReluEP"; }
+  bool claims(const Node& node) const override { return node.op_type == "Relu"; }
+  std::unique_ptr<Kernel> create_kernel(const Node& node) const override {
+    return make_cpu_execution_provider()->create_kernel(node);
+  }
+};
+
+TEST(Fusion, NodesAnotherEpRunsAreNotAbsorbed) {
+  onnx::ModelProto m = conv_bn_model();
+  add_node(m, "Relu", "relu", {"n"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  SessionOptions o;
+  o.providers = {std::make_shared<ReluEp>(), make_cpu_execution_provider()};
+  Session s = Session::from_bytes(bytes(m), o);
+  EXPECT_EQ(op_types(s), (std::vector<std::string>{"Conv", "Relu"}));
+  EXPECT_EQ(s.provider_of(1), "ReluEP");
+}
+
+// FusedConv as ONNX Runtime saves it in an optimised model: every
+// activation against the ops it stands for.
+TEST(Fusion, FusedConvInAModelMatchesItsOps) {
+  struct Act {
+    std::string name;
+    std::vector<float> params;
+    std::string op;  // the op that computes it alone
+  };
+  for (const Act& act : {Act{"LeakyRelu", {0.2f}, "LeakyRelu"}, Act{"Sigmoid", {}, "Sigmoid"},
+                         Act{"Tanh", {}, "Tanh"}, Act{"HardSigmoid", {0.3f, 0.4f}, "HardSigmoid"}}) {
+    SCOPED_TRACE(act.name);
+    auto base = [&](onnx::ModelProto& m) {
+      add_io(m, true, "x", {1, kC, kH, kW});
+      add_io(m, true, "z", {1, kM, kH, kW});
+      add_float_init(m, "w", {kM, kC, 3, 3}, random_values(size_t(kM * kC * 9), 1));
+      add_float_init(m, "b", {kM}, random_values(kM, 2));
+    };
+    onnx::ModelProto fused = make_model(17);
+    auto* ms = fused.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+    base(fused);
+    auto* fc = add_node(fused, "FusedConv", "fc", {"x", "w", "b", "z"}, {"y"});
+    fc->set_domain("com.microsoft");
+    set_ints(fc, "kernel_shape", {3, 3});
+    set_ints(fc, "pads", {1, 1, 1, 1});
+    set_string(fc, "activation", act.name);
+    if (!act.params.empty()) set_floats(fc, "activation_params", act.params);
+    add_io(fused, false, "y", {1, kM, kH, kW});
+
+    onnx::ModelProto ops = make_model(17);
+    base(ops);
+    auto* conv = add_node(ops, "Conv", "conv", {"x", "w", "b"}, {"c"});
+    set_ints(conv, "kernel_shape", {3, 3});
+    set_ints(conv, "pads", {1, 1, 1, 1});
+    add_node(ops, "Add", "add", {"c", "z"}, {"s"});
+    auto* a = add_node(ops, act.op, "act", {"s"}, {"y"});
+    if (act.name == "LeakyRelu") set_float(a, "alpha", act.params[0]);
+    if (act.name == "HardSigmoid") set_float(a, "alpha", act.params[0]), set_float(a, "beta", act.params[1]);
+    add_io(ops, false, "y", {1, kM, kH, kW});
+
+    Session sf = Session::from_bytes(bytes(fused)), so = Session::from_bytes(bytes(ops), fusing(false));
+    const auto in = inputs_of(so);
+    const auto yf = sf.run(in).at(0).to_vector<float>(), yo = so.run(in).at(0).to_vector<float>();
+    ASSERT_EQ(yf.size(), yo.size());
+    for (size_t i = 0; i < yf.size(); ++i) ASSERT_NEAR(yf[i], yo[i], 1e-5f * (std::fabs(yo[i]) + 1.0f)) << i;
+  }
+}
+
+TEST(Fusion, FusedConvRefusesWhatItCannotRun) {
+  onnx::ModelProto m = make_model(17);
+  auto* ms = m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  add_io(m, true, "x", {1, kC, kH, kW});
+  add_float_init(m, "w", {kM, kC, 3, 3}, random_values(size_t(kM * kC * 9), 1));
+  auto* fc = add_node(m, "FusedConv", "fc", {"x", "w"}, {"y"});
+  fc->set_domain("com.microsoft");
+  set_string(fc, "activation", "Softsign");
+  add_io(m, false, "y", {1, kM, kH - 2, kW - 2});
+  try {
+    Session::from_bytes(bytes(m));
+    FAIL() << "an unknown activation was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown activation 'Softsign'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
