@@ -1,6 +1,7 @@
 #include "fusion.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -139,7 +140,7 @@ bool activation_of(const Model& m, const Node& n, std::string* name, std::vector
     return true;
   }
   if (n.op_type != "Clip") return false;
-  float lo = -INFINITY, hi = INFINITY;
+  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();  // as the Clip op
   if (n.opset < 11) {
     lo = n.attr_float("min", lo);
     hi = n.attr_float("max", hi);

@@ -201,8 +201,10 @@ TEST(Fusion, FusedConvInAModelMatchesItsOps) {
     std::string op;  // the op that computes it alone
   };
   for (const Act& act : {Act{"LeakyRelu", {0.2f}, "LeakyRelu"}, Act{"Sigmoid", {}, "Sigmoid"},
-                         Act{"Tanh", {}, "Tanh"}, Act{"HardSigmoid", {0.3f, 0.4f}, "HardSigmoid"}}) {
-    SCOPED_TRACE(act.name);
+                         Act{"Tanh", {}, "Tanh"}, Act{"HardSigmoid", {0.3f, 0.4f}, "HardSigmoid"},
+                         Act{"Clip", {-0.2f, 0.3f}, "Clip"}, Act{"Clip", {0.3f, -0.2f}, "Clip"},
+                         Act{"Relu", {}, "Relu"}}) {
+    SCOPED_TRACE(act.name + (act.params.empty() ? "" : " " + std::to_string(act.params[0])));
     auto base = [&](onnx::ModelProto& m) {
       add_io(m, true, "x", {1, kC, kH, kW});
       add_io(m, true, "z", {1, kM, kH, kW});
@@ -231,6 +233,12 @@ TEST(Fusion, FusedConvInAModelMatchesItsOps) {
     auto* a = add_node(ops, act.op, "act", {"s"}, {"y"});
     if (act.name == "LeakyRelu") set_float(a, "alpha", act.params[0]);
     if (act.name == "HardSigmoid") set_float(a, "alpha", act.params[0]), set_float(a, "beta", act.params[1]);
+    if (act.name == "Clip") {  // opset 11 on: the bounds are inputs; min > max gives max
+      add_float_init(ops, "lo", {}, {act.params[0]});
+      add_float_init(ops, "hi", {}, {act.params[1]});
+      a->add_input("lo");
+      a->add_input("hi");
+    }
     add_io(ops, false, "y", {1, kM, kH, kW});
 
     Session sf = Session::from_bytes(bytes(fused)), so = Session::from_bytes(bytes(ops), fusing(false));

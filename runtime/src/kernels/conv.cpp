@@ -416,7 +416,10 @@ template <bool HasZ, Activation A>
     float v = y[i];
     if constexpr (HasZ) v += z[i];
     if constexpr (A == Activation::kRelu) v = v > 0.0f ? v : 0.0f;
-    if constexpr (A == Activation::kClip) v = v < a ? a : (v > b ? b : v);
+    if constexpr (A == Activation::kClip) {  // as the Clip op: min > max gives max, NaN stays NaN
+      v = v < a ? a : v;
+      v = b < v ? b : v;
+    }
     if constexpr (A == Activation::kLeakyRelu) v = v >= 0.0f ? v : a * v;
     if constexpr (A == Activation::kSigmoid) v = 1.0f / (1.0f + std::exp(-v));
     if constexpr (A == Activation::kTanh) v = std::tanh(v);
