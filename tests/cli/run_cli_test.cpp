@@ -721,7 +721,8 @@ TEST(RunCli, ThreadsTwoPutsASecondThreadToWork) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no second thread can run at once";
   TempDir dir;
   std::map<int, long> ticks;
-  ASSERT_EQ(run_sampling_threads({"--threads", "2", "--runs", "150", "--no-table", "--no-profile"}, ticks), 0);
+  // About 0.3 s of runs: a worker busy for half of them has 15 ticks.
+  ASSERT_EQ(run_sampling_threads({"--threads", "2", "--runs", "600", "--no-table", "--no-profile"}, ticks), 0);
   std::vector<long> sorted;
   for (const auto& [tid, t] : ticks) sorted.push_back(t);
   std::sort(sorted.rbegin(), sorted.rend());

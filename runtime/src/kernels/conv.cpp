@@ -322,8 +322,11 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   });
 }
 
+// `epilogue` (FusedConv's, null for Conv): applied by the implicit GEMM as
+// it stores, when it runs the conv; *finished says whether it was.
 template <typename T>
-Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group) {
+Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group,
+            const DirectEpilogue* epilogue = nullptr, bool* finished = nullptr) {
   const ConvShape cs = resolve_conv(attrs, group, x.shape(), wt.shape(), "Conv");
   if (bias && (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->size() != cs.M))
     fail("Conv bias B must be " + std::string(type_name(x.dtype())) + "[" + std::to_string(cs.M) + "], got " +
@@ -339,7 +342,8 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
   }
   if constexpr (std::is_same_v<T, float>) {
     if (conv_direct_runs(cs)) {
-      conv_direct(x.data<T>(), wt.data<T>(), b, cs, y);
+      conv_direct(x.data<T>(), wt.data<T>(), b, cs, y, epilogue);
+      if (finished) *finished = epilogue != nullptr;
       return out;
     }
   }
@@ -451,11 +455,23 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
     const Tensor& wt = ctx.input(1);
     if (x.dtype() != DataType::Float || wt.dtype() != DataType::Float)
       fail("FusedConv X and W must be float, got " + x.description() + " and " + wt.description());
-    Tensor y = conv<float>(x, wt, ctx.optional_input(2), attrs, group);
     const Tensor* z = ctx.optional_input(3);
-    if (z && (z->dtype() != DataType::Float || z->shape() != y.shape()))
-      fail("FusedConv Z must be float" + shape_to_string(y.shape()) + " (Y's shape), got " + z->description());
-    if (z || e.act != Activation::kNone) {
+    if (z) {
+      const Shape ys = resolve_conv(attrs, group, x.shape(), wt.shape(), "FusedConv").out_shape;
+      if (z->dtype() != DataType::Float || z->shape() != ys)
+        fail("FusedConv Z must be float" + shape_to_string(ys) + " (Y's shape), got " + z->description());
+    }
+    // Z, Relu and Clip go into the implicit GEMM's stores where it runs.
+    DirectEpilogue direct;
+    direct.z = z ? z->data<float>() : nullptr;
+    direct.lo = e.a, direct.hi = e.b;
+    const bool in_stores = e.act == Activation::kNone || e.act == Activation::kRelu || e.act == Activation::kClip;
+    direct.act = e.act == Activation::kRelu   ? DirectEpilogue::Act::kRelu
+                 : e.act == Activation::kClip ? DirectEpilogue::Act::kClip
+                                              : DirectEpilogue::Act::kNone;
+    bool finished = false;
+    Tensor y = conv<float>(x, wt, ctx.optional_input(2), attrs, group, in_stores ? &direct : nullptr, &finished);
+    if (!finished && (z || e.act != Activation::kNone)) {
       // By planes, across the intra-op threads when there are elements enough.
       const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;
       float* yd = y.mutable_data<float>();

@@ -19,6 +19,7 @@
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -124,14 +125,36 @@ bool cpu_has_avx512() {
   return __builtin_cpu_supports("avx512f");
 }
 
+// The epilogue on one stored vector: z at its lanes (k), then the activation.
+__attribute__((target("avx512f"))) inline __m512 finish_vector(__m512 v, const DirectEpilogue& e, const float* z,
+                                                                __mmask16 k) {
+  if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z));
+  switch (e.act) {
+    case DirectEpilogue::Act::kNone: break;
+    case DirectEpilogue::Act::kRelu: {  // v > 0 ? v : 0 (NaN: 0)
+      const __m512 zero = _mm512_setzero_ps();
+      v = _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+      break;
+    }
+    case DirectEpilogue::Act::kClip: {
+      const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), hi);
+      break;
+    }
+  }
+  return v;
+}
+
 // The tile of rows [0, mr) of W (row r at w + r * ldw) by the segments at x0
 // and x1 (lanes k0, k1), onto y0 and y1 (row r at + r * ldy), starting from
-// the bias. Rows at or past mr read row 0, so that the reads stay inside W,
-// and are not stored.
+// the bias, finished by `e` (Z's rows at zoff past y0's and y1's). Rows at or
+// past mr read row 0, so that the reads stay inside W, and are not stored.
 __attribute__((target("avx512f,fma"))) void tile(int64_t K, const float* w, int64_t ldw, int64_t mr,
                                                  const float* x0, const float* x1, const int64_t* off,
                                                  const float* bias, float* y0, float* y1, int64_t ldy,
-                                                 __mmask16 k0, __mmask16 k1) {
+                                                 __mmask16 k0, __mmask16 k1, const DirectEpilogue& e,
+                                                 ptrdiff_t zoff0, ptrdiff_t zoff1) {
   __m512 acc[kRows][kSegs];
   const float* wr[kRows];
 #pragma GCC unroll 8
@@ -150,11 +173,17 @@ __attribute__((target("avx512f,fma"))) void tile(int64_t K, const float* w, int6
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
+  const bool finish = e.z || e.act != DirectEpilogue::Act::kNone;
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     if (r >= mr) break;
-    _mm512_mask_storeu_ps(y0 + r * ldy, k0, acc[r][0]);
-    _mm512_mask_storeu_ps(y1 + r * ldy, k1, acc[r][1]);
+    float *o0 = y0 + r * ldy, *o1 = y1 + r * ldy;
+    if (finish) {
+      acc[r][0] = finish_vector(acc[r][0], e, e.z ? e.z + zoff0 + r * ldy : nullptr, k0);
+      acc[r][1] = finish_vector(acc[r][1], e, e.z ? e.z + zoff1 + r * ldy : nullptr, k1);
+    }
+    _mm512_mask_storeu_ps(o0, k0, acc[r][0]);
+    _mm512_mask_storeu_ps(o1, k1, acc[r][1]);
   }
 }
 
@@ -182,7 +211,8 @@ bool conv_direct_runs(const ConvShape& cs) {
   return double(w.out[2]) >= kMinLaneUse * double(segs * kLanes);
 }
 
-void conv_direct(const float* x, const float* wt, const float* bias, const ConvShape& cs, float* y) {
+void conv_direct(const float* x, const float* wt, const float* bias, const ConvShape& cs, float* y,
+                 const DirectEpilogue* epilogue) {
 #ifdef EPPROF_CONV_DIRECT_X86
   const Window& w = cs.w;
   const int64_t OW = w.out[2], spr = segments_per_row(w);
@@ -207,6 +237,7 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
         off[static_cast<size_t>(p)] = c * l.plane + kh * w.d[1] * l.row + col % w.s[2] * l.phase + col / w.s[2];
       }
 
+  const DirectEpilogue e = epilogue ? *epilogue : DirectEpilogue{};
   detail::parallel_for_ranges(units, ranges, [&](int64_t range, int64_t begin, int64_t end) {
     float* const buf = padded.get() + range * range_floats;
     std::fill(buf + cs.Cg * l.plane, buf + range_floats, 0.0f);
@@ -237,14 +268,15 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
           y1 = y0, k1 = 0;  // an odd last segment: the second one is stored nowhere
         for (int64_t m = 0; m < cs.Mg; m += kRows) {
           const int64_t gm = g * cs.Mg + m;
+          float *ty0 = y0 + m * cs.P, *ty1 = y1 + m * cs.P;
           tile(cs.K, wt + gm * cs.K, cs.K, std::min(kRows, cs.Mg - m), x0, x1, off.data(),
-               bias ? bias + gm : nullptr, y0 + m * cs.P, y1 + m * cs.P, cs.P, k0, k1);
+               bias ? bias + gm : nullptr, ty0, ty1, cs.P, k0, k1, e, ty0 - y, ty1 - y);
         }
       }
     }
   });
 #else
-  (void)x, (void)wt, (void)bias, (void)cs, (void)y;
+  (void)x, (void)wt, (void)bias, (void)cs, (void)y, (void)epilogue;
   fail("Conv: the direct convolution needs x86-64 with AVX-512");
 #endif
 }

@@ -19,10 +19,21 @@ namespace epprof::rt::kernels {
 // in place when they are pointwise.
 bool conv_direct_runs(const ConvShape& cs);
 
-// Y = conv(X, W) + bias (null: no bias), for every image and group: all of
-// Y is written. Only where conv_direct_runs(cs) holds. Splits the work
-// across the intra-op threads. Throws std::bad_alloc if its padded copy of X
-// cannot be allocated.
-void conv_direct(const float* x, const float* w, const float* bias, const ConvShape& cs, float* y);
+// What FusedConv adds to each output as the tile stores it, while the
+// tile is in registers and on the thread that computed it: Z (of Y's
+// shape; null: none), then Relu (v > 0 ? v : 0) or the Clip op's clamp
+// (below lo: lo; then above hi: hi; NaN stays NaN).
+struct DirectEpilogue {
+  enum class Act { kNone, kRelu, kClip } act = Act::kNone;
+  const float* z = nullptr;
+  float lo = 0.0f, hi = 0.0f;
+};
+
+// Y = conv(X, W) + bias (null: no bias), then `epilogue` (null: none), for
+// every image and group: all of Y is written. Only where conv_direct_runs(cs)
+// holds. Splits the work across the intra-op threads. Throws std::bad_alloc
+// if its padded copy of X cannot be allocated.
+void conv_direct(const float* x, const float* w, const float* bias, const ConvShape& cs, float* y,
+                 const DirectEpilogue* epilogue = nullptr);
 
 }  // namespace epprof::rt::kernels
