@@ -49,6 +49,11 @@ constexpr ValueInputs kShapeFromValuesOps[] = {
     {"ReduceLogSumExp", 1u << 1}, {"ReduceSumSquare", 1u << 1},
 };
 
+// Of the other domains' ops the CPU EP runs, those whose output shapes
+// follow as a default-domain op's do: ONNX Runtime's FusedConv, a Conv
+// (made by the runtime's fusions, fusion.h).
+bool is_shape_only_custom(const Node& node) { return node.domain == "com.microsoft" && node.op_type == "FusedConv"; }
+
 bool is_shape_only(const std::string& op) {
   for (const char* o : kShapeOnlyOps)
     if (op == o) return true;
@@ -87,7 +92,7 @@ size_t mark_varying(const ExecPlan& plan, Slots& slots, std::vector<bool>& node_
     bool shapes_vary = std::any_of(np.in_slots.begin(), np.in_slots.end(), varies);
     bool outputs_fixed = std::all_of(np.in_slots.begin(), np.in_slots.end(), is_fixed);
     if (!node.domain.empty() && node.domain != "ai.onnx") {
-      shapes_vary = true;
+      shapes_vary = shapes_vary || !is_shape_only_custom(node);
     } else if (node.op_type == "If") {
       // The branch taken follows from a fixed condition; its outputs' shapes
       // must then follow from the enclosing values.

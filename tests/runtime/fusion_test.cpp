@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "epprof/rt/execution_provider.h"
+#include "epprof/rt/observer.h"
 #include "epprof/rt/session.h"
 #include "test_models.h"
 
@@ -105,6 +106,30 @@ TEST(Fusion, ConvBatchNormReluBecomeOneFusedConv) {
   Session plain = Session::from_bytes(bytes(m), fusing(false));
   EXPECT_EQ(op_types(plain), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   EXPECT_EQ(plain.fusions().batch_norms, 0);
+}
+
+// A FusedConv's output shape follows from its inputs', as a Conv's: the
+// nodes of a fused model keep their shape epoch (profiling then formats
+// their shapes once per epoch, not once per run).
+class NodeEpochs final : public RunObserver {
+ public:
+  void node_end(const NodeInfo& info, const NodeIo&) override { epochs[info.node.name] = info.shape_epoch; }
+  std::map<std::string, uint64_t> epochs;
+};
+
+TEST(Fusion, FusedNodesKeepTheirShapeEpoch) {
+  onnx::ModelProto m = conv_bn_model();
+  add_node(m, "Relu", "relu", {"n"}, {"r"});
+  add_node(m, "Sigmoid", "after", {"r"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  NodeEpochs rec;
+  SessionOptions o;
+  o.observer = &rec;
+  Session s = Session::from_bytes(bytes(m), o);
+  ASSERT_EQ(op_types(s), (std::vector<std::string>{"FusedConv", "Sigmoid"}));
+  s.run(inputs_of(s));
+  EXPECT_NE(rec.epochs.at("conv"), 0u);
+  EXPECT_NE(rec.epochs.at("after"), 0u);
 }
 
 TEST(Fusion, ResidualAddAndReluJoinTheConv) {
