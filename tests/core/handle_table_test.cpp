@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -65,20 +66,31 @@ TEST(HandleTable, ALookupSeesTheObjectAsPublished) {
   std::vector<int> objects(kObjects, 0);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> last{0};
-  std::atomic<uint64_t> seen{0};  // lookups that found an object
+  std::atomic<uint64_t> seen{0};    // lookups that found an object
+  std::atomic<uint64_t> lookups{0};  // lookups made
   std::thread reader([&] {
-    while (!stop.load(std::memory_order_relaxed))
+    while (!stop.load(std::memory_order_relaxed)) {
       if (const int* p = t.find(last.load(std::memory_order_relaxed))) {
         EXPECT_NE(*p, 0);
         seen.fetch_add(1, std::memory_order_relaxed);
       }
+      lookups.fetch_add(1, std::memory_order_relaxed);
+    }
   });
   // Until the reader has found enough objects (or the objects run out).
+  // Every 256 objects the writer waits, on one that stays published, for
+  // two more lookups (at most 10 s in all): on a loaded machine it could
+  // otherwise publish every object before the reader is first scheduled.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (int i = 0; i < kObjects && seen.load(std::memory_order_relaxed) < 1000; ++i) {
     objects[size_t(i)] = i + 1;  // before publication
     const uint64_t h = t.insert(&objects[size_t(i)]);
     EXPECT_NE(h, 0u);
     last.store(h, std::memory_order_relaxed);
+    if (i % 256 == 251) {  // kept: 251 % 4 == 3, and 251 % 16 != 15
+      const uint64_t from = lookups.load();
+      while (lookups.load() < from + 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
     if (i % 4 != 3) {  // most go at once, some stay a while
       EXPECT_EQ(t.remove(h), &objects[size_t(i)]);
     }
