@@ -7,7 +7,9 @@
 // removed, so a stale or made-up handle is not found instead of reaching
 // another object. find() takes no lock: insert publishes the object before
 // its handle, and remove retracts the handle before the object, so a
-// reader that saw the handle (acquire) sees the object. Insert and remove
+// reader that saw the handle (acquire) sees the object; find() reads the
+// handle again after the object, so that a slot removed and filled again
+// in between (its object then another's) is not found. Insert and remove
 // take the table's mutex; so does any control path that must not see its
 // object removed under it (lock()). Objects that producers use without the
 // mutex (sessions, through a pin) keep their users count in the slot's
@@ -45,7 +47,10 @@ class HandleTable {
   [[gnu::always_inline]] T* find(uint64_t handle) const noexcept {
     const Slot& s = slots_[index(handle)];
     if (handle == 0 || s.handle.load(std::memory_order_acquire) != handle) return nullptr;
-    return s.object.load(std::memory_order_relaxed);
+    // Acquire: an object stored after a remove (release) comes with the
+    // retracted handle, which the second read then sees.
+    T* object = s.object.load(std::memory_order_acquire);
+    return s.handle.load(std::memory_order_relaxed) == handle ? object : nullptr;
   }
 
   // Stores `object` in a free slot and returns its new handle; 0 when all
@@ -59,7 +64,7 @@ class HandleTable {
       if (s.handle.load(std::memory_order_relaxed) != 0) continue;
       const uint64_t h = ++generation_ * N + i;
       named(h);
-      s.object.store(object, std::memory_order_relaxed);
+      s.object.store(object, std::memory_order_release);  // after the remove's retraction (find)
       s.handle.store(h, std::memory_order_release);
       return h;
     }
@@ -76,7 +81,7 @@ class HandleTable {
     if (!object) return nullptr;
     Slot& s = slots_[index(handle)];
     s.handle.store(0, std::memory_order_release);
-    s.object.store(nullptr, std::memory_order_relaxed);
+    s.object.store(nullptr, std::memory_order_release);
     return object;
   }
   T* remove(uint64_t handle) {
