@@ -166,6 +166,10 @@ std::vector<size_t> fuse_conv(Model& m, size_t ci, const Uses& uses, const std::
   if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
       !cpu_runs(conv))
     return {};
+  // FusedConv is float only: a double Conv, or one of a type shape inference
+  // did not tell, stays a Conv.
+  if (auto y = m.value_info.find(conv.outputs[0]); y == m.value_info.end() || y->second.type != DataType::Float)
+    return {};
   auto next = [&](const std::string& value) -> Node* {
     if (!uses.only_one_reader(value)) return nullptr;
     auto it = reader.find(value);

@@ -198,6 +198,26 @@ TEST(Fusion, LeavesAValueOthersReadAlone) {
   expect_same_outputs(bytes(c));
 }
 
+// FusedConv is float only: a double Conv and its Relu run as written.
+TEST(Fusion, ADoubleConvStaysAConv) {
+  onnx::ModelProto m = make_model(17);
+  add_io(m, true, "x", {1, kC, kH, kW}, onnx::TensorProto::DOUBLE);
+  auto* w = m.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::DOUBLE);
+  for (int64_t d : {kM, kC, int64_t(3), int64_t(3)}) w->add_dims(d);
+  for (float v : random_values(size_t(kM * kC * 9), 1)) w->add_double_data(v);
+  auto* conv = add_node(m, "Conv", "conv", {"x", "w"}, {"c"});
+  set_ints(conv, "kernel_shape", {3, 3});
+  add_node(m, "Relu", "relu", {"c"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH - 2, kW - 2}, onnx::TensorProto::DOUBLE);
+  Session s = Session::from_bytes(bytes(m));
+  EXPECT_EQ(op_types(s), (std::vector<std::string>{"Conv", "Relu"}));
+  std::map<std::string, Tensor> in;
+  in.emplace("x", Tensor(DataType::Double, {1, kC, kH, kW}));
+  EXPECT_EQ(s.run(in).at(0).shape(), (Shape{1, kM, kH - 2, kW - 2}));
+}
+
 // An EP before the CPU EP that claims Relu: the Relu stays its node (the
 // BatchNormalization is still folded, the Conv stays a Conv).
 class ReluEp final : public ExecutionProvider {
