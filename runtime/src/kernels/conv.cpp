@@ -42,22 +42,6 @@ void gemm_acc(int64_t m, int64_t n, int64_t k, const T* a, const T* b, int64_t l
   blas_gemm(false, false, m, n, k, T(1), a, k, b, ldb, T(1), c, ldc);
 }
 
-// 16 and 64 bytes of T as GCC/Clang vector types: the compiler lowers their
-// arithmetic to the target's SIMD (a 16-byte vector is one SSE2 register at
-// the baseline x86-64 flags) whatever its loop vectoriser decides (the tap
-// loops below accumulate across taps, which it does not vectorise).
-template <typename T>
-struct Simd;
-template <>
-struct Simd<float> {
-  typedef float V __attribute__((vector_size(16)));
-  typedef float Wide __attribute__((vector_size(64)));
-};
-template <>
-struct Simd<double> {
-  typedef double V __attribute__((vector_size(16)));
-  typedef double Wide __attribute__((vector_size(64)));
-};
 
 // p[0, n) = v, a vector at a time.
 template <typename T>
@@ -332,12 +316,12 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
   });
 }
 
-// `epilogue` (FusedConv's, null for Conv): applied by the implicit GEMM as
-// it stores, when it runs the conv; *finished says whether it was.
+// The conv of X and W, whose shapes `cs` resolved. `epilogue` (FusedConv's,
+// null for Conv): applied by the implicit GEMM as it stores, when it runs
+// the conv; *finished says whether it was.
 template <typename T>
-Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowAttrs& attrs, int64_t group,
+Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const ConvShape& cs,
             const DirectEpilogue* epilogue = nullptr, bool* finished = nullptr) {
-  const ConvShape cs = resolve_conv(attrs, group, x.shape(), wt.shape(), "Conv");
   if (bias && (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->size() != cs.M))
     fail("Conv bias B must be " + std::string(type_name(x.dtype())) + "[" + std::to_string(cs.M) + "], got " +
          bias->description());
@@ -365,18 +349,25 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const WindowA
   return out;
 }
 
-std::unique_ptr<Kernel> make_conv(const Node& node) {
-  const WindowAttrs attrs = WindowAttrs::from_node(node);
+// The `group` attribute of a Conv or FusedConv, checked.
+int64_t conv_group(const Node& node) {
   const int64_t group = node.attr_int("group", 1);
   if (group <= 0) fail(node.describe() + ": group must be positive, got " + std::to_string(group));
+  return group;
+}
+
+std::unique_ptr<Kernel> make_conv(const Node& node) {
+  const WindowAttrs attrs = WindowAttrs::from_node(node);
+  const int64_t group = conv_group(node);
   return make_kernel([attrs, group](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& wt = ctx.input(1);
     if (wt.dtype() != x.dtype()) fail("Conv weight W " + wt.description() + " must have the type of X " + x.description());
+    auto shape = [&] { return resolve_conv(attrs, group, x.shape(), wt.shape(), "Conv"); };
     if (x.dtype() == DataType::Float)
-      ctx.outputs[0] = conv<float>(x, wt, ctx.optional_input(2), attrs, group);
+      ctx.outputs[0] = conv<float>(x, wt, ctx.optional_input(2), shape());
     else if (x.dtype() == DataType::Double)
-      ctx.outputs[0] = conv<double>(x, wt, ctx.optional_input(2), attrs, group);
+      ctx.outputs[0] = conv<double>(x, wt, ctx.optional_input(2), shape());
     else
       fail("Conv input X must be float or double, got " + x.description());
   });
@@ -457,20 +448,17 @@ EPPROF_SIMD_CLONES void apply_epilogue(float* y, const float* z, int64_t n, cons
 
 std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
-  const int64_t group = node.attr_int("group", 1);
-  if (group <= 0) fail(node.describe() + ": group must be positive, got " + std::to_string(group));
+  const int64_t group = conv_group(node);
   const Epilogue e = epilogue_of(node);
   return make_kernel([attrs, group, e](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& wt = ctx.input(1);
     if (x.dtype() != DataType::Float || wt.dtype() != DataType::Float)
       fail("FusedConv X and W must be float, got " + x.description() + " and " + wt.description());
+    const ConvShape cs = resolve_conv(attrs, group, x.shape(), wt.shape(), "FusedConv");
     const Tensor* z = ctx.optional_input(3);
-    if (z) {
-      const Shape ys = resolve_conv(attrs, group, x.shape(), wt.shape(), "FusedConv").out_shape;
-      if (z->dtype() != DataType::Float || z->shape() != ys)
-        fail("FusedConv Z must be float" + shape_to_string(ys) + " (Y's shape), got " + z->description());
-    }
+    if (z && (z->dtype() != DataType::Float || z->shape() != cs.out_shape))
+      fail("FusedConv Z must be float" + shape_to_string(cs.out_shape) + " (Y's shape), got " + z->description());
     // Z, Relu and Clip go into the implicit GEMM's stores where it runs.
     DirectEpilogue direct;
     direct.z = z ? z->data<float>() : nullptr;
@@ -480,7 +468,7 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
                  : e.act == Activation::kClip ? DirectEpilogue::Act::kClip
                                               : DirectEpilogue::Act::kNone;
     bool finished = false;
-    Tensor y = conv<float>(x, wt, ctx.optional_input(2), attrs, group, in_stores ? &direct : nullptr, &finished);
+    Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
     if (!finished && (z || e.act != Activation::kNone)) {
       // By planes, across the intra-op threads when there are elements enough.
       const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;

@@ -113,8 +113,8 @@ using Stride2 = std::integral_constant<int64_t, 2>;
 // are one AVX-512 register in the v4 clone and two or four narrower ones in
 // the others. Rows of fewer than 16 inner outputs take the loop below.
 #if defined(__GNUC__) && !defined(__clang__)
-typedef float Floats16 __attribute__((vector_size(64)));
-typedef int Ints16 __attribute__((vector_size(64)));
+using Floats16 = Simd<float>::Wide;
+typedef int Ints16 __attribute__((vector_size(64)));  // a shuffle's lane indices
 
 // Lane l of v: in[(o + l) * s]. Reads nothing past the last lane's element.
 // (An out-parameter: a returned vector this wide warns of an ABI that,

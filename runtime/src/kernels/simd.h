@@ -30,6 +30,25 @@
 
 namespace epprof::rt::kernels {
 
+// 16 and 64 bytes of T as GCC/Clang vector types: the compiler lowers their
+// arithmetic to the target's SIMD (a 16-byte vector is one SSE2 register at
+// the baseline x86-64 flags, a 64-byte one is one AVX-512 register in the v4
+// clones) whatever its loop vectoriser decides: for loops that accumulate
+// across taps (conv.cpp's depthwise taps, pool.cpp's MaxPool windows), which
+// it does not vectorise.
+template <typename T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(16)));
+  typedef float Wide __attribute__((vector_size(64)));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(16)));
+  typedef double Wide __attribute__((vector_size(64)));
+};
+
 // Calls clone(error), a cloned function that stores what it caught in
 // `error`, and rethrows it here, outside the clone.
 template <typename Clone>
