@@ -28,6 +28,8 @@ class Uses {
     auto it = count_.find(name);
     return it != count_.end() && it->second == 1 && !outputs_.count(name);
   }
+  // `name` is read by some node, or is a graph output.
+  bool read(const std::string& name) const { return count_.count(name) || outputs_.count(name); }
 
  private:
   std::map<std::string, int> count_;
@@ -41,6 +43,14 @@ std::map<std::string, size_t> readers(const std::vector<Node>& nodes) {
     for (const auto& in : nodes[i].inputs)
       if (!in.empty()) r[in] = i;
   return r;
+}
+
+// The nodes not marked in `removed`, in their order.
+void drop_nodes(std::vector<Node>& nodes, const std::vector<bool>& removed) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
 }
 
 const Tensor* float_initializer(const Model& m, const std::string& name) {
@@ -253,10 +263,7 @@ FusionCounts fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_ru
     }
   }
   // Readers again: the folded Convs now write their BatchNormalization's output.
-  std::vector<Node> kept;
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
+  drop_nodes(m.nodes, removed);
   removed.assign(m.nodes.size(), false);
   {
     const Uses uses(m);
@@ -270,22 +277,14 @@ FusionCounts fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_ru
       counts.absorbed += static_cast<int>(absorbed.size());
     }
   }
-  kept.clear();
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
+  drop_nodes(m.nodes, removed);
   for (size_t i = 0; i < m.nodes.size(); ++i) m.nodes[i].index = i;
   // The initializers a fold replaced (weights, biases, the normalisation's
   // parameters) that no node reads any more are dropped.
   if (!replaced.empty()) {
-    std::set<std::string> read;
-    for (const Node& n : m.nodes) {
-      read.insert(n.inputs.begin(), n.inputs.end());
-      read.insert(n.implicit_inputs.begin(), n.implicit_inputs.end());
-    }
-    for (const auto& o : m.outputs) read.insert(o.name);
+    const Uses now(m);
     for (const auto& name : replaced)
-      if (!read.count(name)) m.initializers.erase(name);
+      if (!now.read(name)) m.initializers.erase(name);
   }
   return counts;
 }
