@@ -245,8 +245,8 @@ std::vector<size_t> fuse_conv(Model& m, size_t ci, const Uses& uses, const std::
 
 }  // namespace
 
-FusionCounts fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs) {
-  FusionCounts counts;
+Session::Fusions fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs) {
+  Session::Fusions counts;
   std::vector<bool> removed(m.nodes.size(), false);
   std::set<std::string> replaced;  // initializers a fold stopped reading
   {

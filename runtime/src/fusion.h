@@ -15,20 +15,15 @@
 #include <string>
 
 #include "epprof/rt/graph.h"
+#include "epprof/rt/session.h"
 #include "model.h"
 
 namespace epprof::rt::detail {
 
-struct FusionCounts {
-  int batch_norms = 0;  // BatchNormalization nodes folded into a Conv
-  int fused_convs = 0;  // Conv nodes that became a FusedConv
-  int absorbed = 0;     // Add, Relu and Clip nodes a FusedConv absorbed
-};
-
 // Fuses what it can in `m`'s top-level graph and renumbers its nodes
-// (Node::index stays the position). `cpu_runs(node)`: the CPU EP is the
-// first provider that claims `node`. Never throws for a node it cannot
-// fuse: it leaves it as it is.
-FusionCounts fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs);
+// (Node::index stays the position); returns what it fused. `cpu_runs(node)`:
+// the CPU EP is the first provider that claims `node`. Never throws for a
+// node it cannot fuse: it leaves it as it is.
+Session::Fusions fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs);
 
 }  // namespace epprof::rt::detail

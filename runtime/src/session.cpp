@@ -444,11 +444,10 @@ static std::unique_ptr<Session::Impl> init_session(SessionOptions options, const
     s->provider_names.push_back(p->name());
   }
   if (s->options.fuse_nodes) {
-    const detail::FusionCounts f = detail::fuse_nodes(s->model, [&](const Node& node) {
+    s->fusions = detail::fuse_nodes(s->model, [&](const Node& node) {
       const size_t p = claiming_provider(*s, node);
       return p < s->providers.size() && detail::is_cpu_execution_provider(*s->providers[p]);
     });
-    s->fusions = {f.batch_norms, f.fused_convs, f.absorbed};
   }
   assign_and_create_kernels(*s);
   build_top_level_plan(*s);
