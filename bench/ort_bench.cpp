@@ -9,10 +9,10 @@
 // state. The ORT worker times each run itself, so the pipe is not in its
 // timings.
 //
-// --gap DIR: where the 1-thread time goes, op by op. Per model, ONNX
-// Runtime's own profile and epprof's trace of the same runs are written to
-// DIR and compared by `epprof diff` (ONNX Runtime's fused and reordered
-// nodes show as ops only one side has).
+// --gap DIR: where the time goes, op by op, at 1 thread and at 2. Per model
+// and thread count, ONNX Runtime's own profile and epprof's trace of the
+// same runs are written to DIR and compared by `epprof diff` (ONNX
+// Runtime's fused and reordered nodes show as ops only one side has).
 //
 // epprof's thread count: the 1- and 2-thread columns are sessions with
 // SessionOptions::intra_op_threads 1 and 2 (the sequential executor runs
@@ -223,17 +223,19 @@ struct Row {
 
 constexpr int kGapRuns = 40, kGapSkip = 5;  // --gap: profiled runs, of which the first are warm-up
 
-// `epprof diff ORT EPPROF --by op` of one model's 1-thread runs (see --gap).
-std::string gap_report(const ModelRef& model, OrtWorker& ort, const std::string& dir) {
-  const std::string base = dir + "/" + model.name;
-  const std::string ort_profile = ort.command("profile\t1\t" + std::to_string(kGapRuns) + "\t" + base + ".ort");
+// `epprof diff ORT EPPROF --by op` of one model's runs with `threads`
+// intra-op threads on both sides (see --gap).
+std::string gap_report(const ModelRef& model, OrtWorker& ort, const std::string& dir, int threads) {
+  const std::string base = dir + "/" + model.name + "." + std::to_string(threads) + "t";
+  const std::string ort_profile =
+      ort.command("profile\t" + std::to_string(threads) + "\t" + std::to_string(kGapRuns) + "\t" + base + ".ort");
   const std::string ours = base + ".epprof.json";
   {
     ProfilingOptions po;
     po.trace_path = ours;
     ProfilingObserver profiler(po);
     SessionOptions o;
-    o.intra_op_threads = 1;
+    o.intra_op_threads = threads;
     o.observer = &profiler;
     Session s(model.path, o);
     for (int i = 0; i < kGapRuns; ++i) s.run(model.inputs);
@@ -247,7 +249,8 @@ std::string gap_report(const ModelRef& model, OrtWorker& ort, const std::string&
     for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
     if (pclose(p) != 0) out += "(epprof diff failed)\n";
   }
-  return "  A = ONNX Runtime (" + ort_profile + "), B = epprof (" + ours + ")\n" + out;
+  return "  " + std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ": A = ONNX Runtime (" +
+         ort_profile + "), B = epprof (" + ours + ")\n" + out;
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -343,7 +346,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
       }
       if (!gap_dir.empty()) {
         try {
-          r.gap = gap_report(model, *ort, gap_dir);
+          r.gap = gap_report(model, *ort, gap_dir, 1) + gap_report(model, *ort, gap_dir, 2);
         } catch (const std::exception& e) {
           r.gap = std::string("  no comparison: ") + e.what() + "\n";
         }
