@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/activations.h"
 #include "kernels/common.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_geometry.h"
@@ -415,20 +416,18 @@ Epilogue epilogue_of(const Node& node) {
   return e;
 }
 
+// One element of Y: + Z, then the activation, by activations.h as the ops do.
 template <bool HasZ, Activation A>
 [[gnu::always_inline]] inline void epilogue_loop(float* y, const float* z, int64_t n, float a, float b) {
   for (int64_t i = 0; i < n; ++i) {
     float v = y[i];
     if constexpr (HasZ) v += z[i];
-    if constexpr (A == Activation::kRelu) v = v > 0.0f ? v : 0.0f;
-    if constexpr (A == Activation::kClip) {  // as the Clip op: min > max gives max, NaN stays NaN
-      v = v < a ? a : v;
-      v = b < v ? b : v;
-    }
-    if constexpr (A == Activation::kLeakyRelu) v = v >= 0.0f ? v : a * v;
-    if constexpr (A == Activation::kSigmoid) v = 1.0f / (1.0f + std::exp(-v));
-    if constexpr (A == Activation::kTanh) v = std::tanh(v);
-    if constexpr (A == Activation::kHardSigmoid) v = std::max(0.0f, std::min(1.0f, a * v + b));
+    if constexpr (A == Activation::kRelu) v = activation::relu(v);
+    if constexpr (A == Activation::kClip) v = activation::clip(v, a, b);
+    if constexpr (A == Activation::kLeakyRelu) v = activation::leaky_relu(v, a);
+    if constexpr (A == Activation::kSigmoid) v = activation::sigmoid(v);
+    if constexpr (A == Activation::kTanh) v = activation::tanh(v);
+    if constexpr (A == Activation::kHardSigmoid) v = activation::hard_sigmoid(v, a, b);
     y[i] = v;
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/activations.h"
 #include "kernels/common.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/simd.h"
@@ -86,7 +87,7 @@ EPPROF_FLOAT_UNARY(log, std::log(x))
 std::unique_ptr<Kernel> make_erf(const Node& n) {
   return unary_float(n, [](auto x) { return erf_of(x); });
 }
-EPPROF_FLOAT_UNARY(tanh, std::tanh(x))
+EPPROF_FLOAT_UNARY(tanh, activation::tanh(x))
 EPPROF_FLOAT_UNARY(sin, std::sin(x))
 EPPROF_FLOAT_UNARY(cos, std::cos(x))
 EPPROF_FLOAT_UNARY(tan, std::tan(x))
@@ -141,30 +142,16 @@ std::unique_ptr<Kernel> make_isinf(const Node& node) {
 
 // --- activations ------------------------------------------------------------
 
+// The activations FusedConv also applies: activations.h.
 std::unique_ptr<Kernel> make_sigmoid(const Node& n) {
-  return unary_float(n, [](auto x) {
-    using T = decltype(x);
-    if constexpr (std::is_same_v<T, float>) {
-      return sigmoid_f32(x);
-    } else {
-      // Numerically stable in both directions.
-      if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-      const T e = std::exp(x);
-      return e / (T(1) + e);
-    }
-  });
+  return unary_float(n, [](auto x) { return activation::sigmoid(x); });
 }
 std::unique_ptr<Kernel> make_relu(const Node& n) {
-  return unary<Accept::Signed>(n, [](auto x) { return x > 0 ? x : decltype(x)(0); });
+  return unary<Accept::Signed>(n, [](auto x) { return activation::relu(x); });
 }
 std::unique_ptr<Kernel> make_leaky_relu(const Node& node) {
   const float alpha = node.attr_float("alpha", 0.01f);
-  // Branch-free, so that it vectorises (a select of x and x * alpha did not):
-  // the same values, NaN included (for a finite alpha).
-  return unary_float(node, [alpha](auto x) {
-    using C = decltype(x);
-    return std::max(x, C(0)) + static_cast<C>(alpha) * std::min(x, C(0));
-  });
+  return unary_float(node, [alpha](auto x) { return activation::leaky_relu(x, static_cast<decltype(x)>(alpha)); });
 }
 std::unique_ptr<Kernel> make_thresholded_relu(const Node& node) {
   const float alpha = node.attr_float("alpha", 1.0f);
@@ -175,9 +162,7 @@ std::unique_ptr<Kernel> make_hard_sigmoid(const Node& node) {
   const float beta = node.attr_float("beta", 0.5f);
   return unary_float(node, [alpha, beta](auto x) {
     using T = decltype(x);
-    // std::max/min with the constant first give fmax/fmin's result (NaN -> 1)
-    // and vectorise; fmax/fmin are calls.
-    return std::max(T(0), std::min(T(1), static_cast<T>(alpha) * x + static_cast<T>(beta)));
+    return activation::hard_sigmoid(x, static_cast<T>(alpha), static_cast<T>(beta));
   });
 }
 std::unique_ptr<Kernel> make_hard_swish(const Node& n) {
@@ -267,13 +252,7 @@ std::unique_ptr<Kernel> make_clip(const Node& node) {
         Tensor out = Tensor::uninitialized(x.dtype(), x.shape());
         const T* in = x.data<T>();
         T* o = out.mutable_data<T>();
-        // min > max sets everything to max, as the spec says; NaN stays NaN.
-        for (int64_t i = 0, n = x.size(); i < n; ++i) {
-          C v = to_compute(in[i]);
-          if (v < lo) v = lo;
-          if (hi < v) v = hi;
-          o[i] = from_compute<T>(v);
-        }
+        for (int64_t i = 0, n = x.size(); i < n; ++i) o[i] = from_compute<T>(activation::clip(to_compute(in[i]), lo, hi));
         ctx.outputs[0] = std::move(out);
       }
     });
