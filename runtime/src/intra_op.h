@@ -100,6 +100,26 @@ inline int64_t intra_op_ranges(int64_t units, int64_t per_thread, int64_t macs) 
   return macs < kMinSplitMacs ? 1 : intra_op_ranges(units, per_thread);
 }
 
+// Bytes a kernel reads and writes from which it splits its work across the
+// intra-op threads even when its arithmetic would not pay for the join.
+// The spatial kernels (Conv, MaxPool) split by output rows, the first range
+// going to the calling thread, which takes the first task: a kernel that
+// splits its rows as the one before it did reads on each thread the rows
+// that thread wrote, in its own core's cache. Run on the calling thread
+// alone, it reads half its input from the other core's, which on these VMs
+// costs more than the work: the CNN's MaxPool ([1,32,64,64] 2x2/2, 4 taps an
+// output) took 17 us in a 1-thread session and 32 us in a 2-thread one,
+// after a Conv that split its rows; split by rows as the Conv had, 21 us,
+// and the Conv itself, whose output buffer then stayed on the thread that
+// writes it, went from 54 to 28 us.
+constexpr int64_t kMinSplitBytes = int64_t(128) << 10;
+
+// intra_op_ranges, or 1 range when the kernel has too little arithmetic
+// (`macs`) and too little data (`bytes` read and written) to split.
+inline int64_t intra_op_ranges(int64_t units, int64_t per_thread, int64_t macs, int64_t bytes) {
+  return macs < kMinSplitMacs && bytes < kMinSplitBytes ? 1 : intra_op_ranges(units, per_thread);
+}
+
 // fn(r, begin, end) for each range r of [0, units) split into `ranges`
 // near-equal contiguous ones (none longer than ceil(units / ranges)),
 // through parallel_for. A kernel allocates the ranges' scratch buffers

@@ -220,6 +220,9 @@ TEST(IntraOpKernels, ConvMatchesOneThread) {
       {"pointwise, 2 images", 2, 16, 30, 30, 40, 1, 1, 1, 0},
       {"pointwise with groups", 1, 32, 17, 17, 64, 2, 1, 1, 0},
       {"one output row", 1, 8, 3, 50, 8, 1, 3, 1, 0},
+      // Split for its data alone (kMinSplitBytes), each range filling its
+      // own rows with the bias.
+      {"little arithmetic on much data, groups, 2 images", 2, 16, 64, 64, 8, 2, 1, 2, 0},
   };
   for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.what);
@@ -236,6 +239,46 @@ TEST(IntraOpKernels, ConvMatchesOneThread) {
     rtt::set_ints(node, "pads", {c.pad, c.pad, c.pad, c.pad});
     rtt::set_int(node, "group", c.group);
     expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({c.n, c.c, c.h, c.w}, 3)}});
+  }
+}
+
+// MaxPool splits its output rows of every plane; a FusedConv whose
+// activation the gemm path leaves to a pass after it (Z and Relu on a 1x1
+// conv) splits that pass by positions of every plane.
+TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
+  struct PoolCase {
+    const char* what;
+    int64_t c, h, w, k, stride, pad;
+  };
+  const PoolCase pools[] = {
+      {"3x3/2 pad 1, odd output rows", 8, 63, 70, 3, 2, 1},
+      {"2x2/2, the CNN's", 32, 64, 64, 2, 2, 0},
+  };
+  for (const PoolCase& c : pools) {
+    SCOPED_TRACE(c.what);
+    const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "X", {1, c.c, c.h, c.w});
+    rtt::add_io(m, false, "Y", {1, c.c, oh, ow});
+    auto* node = rtt::add_node(m, "MaxPool", "pool", {"X"}, {"Y"});
+    rtt::set_ints(node, "kernel_shape", {c.k, c.k});
+    rtt::set_ints(node, "strides", {c.stride, c.stride});
+    rtt::set_ints(node, "pads", {c.pad, c.pad, c.pad, c.pad});
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({1, c.c, c.h, c.w}, 5)}});
+  }
+  {
+    SCOPED_TRACE("1x1 Conv + Add + Relu, fused");
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "X", {1, 16, 48, 48});
+    rtt::add_io(m, true, "Z", {1, 24, 48, 48});
+    rtt::add_io(m, false, "Y", {1, 24, 48, 48});
+    rtt::add_float_init(m, "W", {24, 16, 1, 1}, random_values(24 * 16, 6));
+    rtt::add_float_init(m, "B", {24}, random_values(24, 7));
+    rtt::add_node(m, "Conv", "conv", {"X", "W", "B"}, {"C"});
+    rtt::add_node(m, "Add", "add", {"C", "Z"}, {"S"});
+    rtt::add_node(m, "Relu", "relu", {"S"}, {"Y"});
+    expect_same_for_all_thread_counts(
+        rtt::bytes(m), {{"X", random_tensor({1, 16, 48, 48}, 8)}, {"Z", random_tensor({1, 24, 48, 48}, 9)}});
   }
 }
 

@@ -57,12 +57,6 @@ void fill_value(T* p, int64_t n, T v) {
 }
 
 // Y[n, m] = bias[m] everywhere.
-template <typename T>
-void fill_bias(const T* bias, const ConvShape& cs, T* y) {
-  for (int64_t n = 0; n < cs.N; ++n)
-    for (int64_t m = 0; m < cs.M; ++m) fill_value(y + (n * cs.M + m) * cs.P, cs.P, bias[m]);
-}
-
 // True when the direct depthwise loop applies: one input channel per group,
 // at most 2 spatial dims (the window's leading slot is then the unused size-1
 // one), and few output channels per input channel. With many (Mg > 4, as in
@@ -73,10 +67,13 @@ bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
 
-// Ranges of output rows (depthwise: of channels) per intra-op thread. Two
-// rather than one: on a shared CPU a worker may start late, and the caller
-// then takes its second range; more would shrink the gemms below speed.
-constexpr int64_t kRangesPerThread = 2;
+// Ranges of output rows (depthwise: of channels) per intra-op thread: one,
+// so that the calling thread computes the first half of the rows as the
+// Conv before it did, and reads its input in its own core's cache
+// (detail::kMinSplitBytes). Two each let a worker that starts late hand
+// its second range to the caller, but then the rows went to whichever
+// thread came first: the CNN's 1x1 stride-2 Conv ran 10% slower.
+constexpr int64_t kRangesPerThread = 1;
 
 // One kernel tap of an output row: its weight, and the input element it reads
 // for output column 0; column o reads x[o] (the row is contiguous: a padded
@@ -255,29 +252,33 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 // gemm reads them, large enough for the gemm to run at speed.
 constexpr int64_t kColTileBytes = 512 << 10;
 
-// The gemm lowering, accumulating onto Y (which holds the bias). Every
-// image's every group's output rows, in order, are split into ranges across
-// the intra-op threads (detail::parallel_for_ranges; one range with one
-// thread); a range im2cols a tile of its rows at a time into its own
-// scratch and gemms it onto Y's matching columns, which no other range
-// writes. A whole-image im2col buffer can be many times the input (9x for
+// The gemm lowering. Every image's every group's output rows, in order, are
+// split into ranges across the intra-op threads (detail::parallel_for_ranges;
+// one range with one thread); a range sets its rows of Y to the bias (null:
+// zero), then im2cols a tile of its rows at a time into its own scratch and
+// gemms it onto Y's matching columns, which no other range writes. The bias
+// is written by the thread that accumulates onto it: filled by the caller
+// beforehand, half of Y was in the other core's cache when the worker's
+// gemm read it (the CNN's 1x1 stride-2 Conv took 26 us at 2 threads, 12 at
+// 1). A whole-image im2col buffer can be many times the input (9x for
 // 3x3) and falls out of cache before the gemm reads it. A 1x1 stride-1
 // unpadded kernel reads X itself as the gemm's B, a range's rows of an
 // image in one gemm.
 template <typename T>
-void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
+void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
-  if (cs.P == 0 || cs.Mg == 0 || cs.K == 0) return;  // nothing to add to the bias
+  if (cs.P == 0 || cs.Mg == 0) return;
   const bool pointwise = is_pointwise(w);
   const int64_t rows = w.out[0] * w.out[1], OW = w.out[2];
   // Float where the runtime's sgemm runs the product: its panels are packed
   // from X (pack_im2col_panels), with no im2col scratch; a range's rows of an
   // image and group are one product.
   const bool from_x = std::is_same_v<T, float> && !pointwise && sgemm_runs(cs.Mg, OW);
-  const int64_t tile_rows =
-      pointwise ? rows : std::clamp<int64_t>(kColTileBytes / int64_t(sizeof(T) * cs.K * OW), 1, rows);
+  const int64_t row_bytes = int64_t(sizeof(T)) * std::max<int64_t>(cs.K * OW, 1);  // of im2col, per output row
+  const int64_t tile_rows = pointwise ? rows : std::clamp<int64_t>(kColTileBytes / row_bytes, 1, rows);
   const int64_t units = cs.N * cs.group * rows;
-  const int64_t ranges = detail::intra_op_ranges(units, kRangesPerThread, cs.N * cs.M * cs.P * cs.K);
+  const int64_t ranges =
+      detail::intra_op_ranges(units, kRangesPerThread, cs.macs(), int64_t(sizeof(T)) * cs.data_elements());
   // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
   const int64_t range_col =
       pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
@@ -291,6 +292,9 @@ void conv_im2col_gemm(const T* x, const T* wt, const ConvShape& cs, T* y) {
       const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();
       const T* wg = wt + g * cs.Mg * cs.K;
       T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
+      for (int64_t m = 0; m < cs.Mg; ++m)
+        fill_value(yg + m * cs.P + r0 * OW, (r1 - r0) * OW, bias ? bias[g * cs.Mg + m] : T{});
+      if (cs.K == 0) continue;  // nothing to add to the bias
       if (pointwise) {
         gemm_acc(cs.Mg, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
         continue;
@@ -342,11 +346,7 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const ConvSha
       return out;
     }
   }
-  if (b)
-    fill_bias(b, cs, y);
-  else
-    fill_value(y, out.size(), T{});
-  conv_im2col_gemm(x.data<T>(), wt.data<T>(), cs, y);
+  conv_im2col_gemm(x.data<T>(), wt.data<T>(), b, cs, y);
   return out;
 }
 
@@ -469,18 +469,22 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
     bool finished = false;
     Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
     if (!finished && (z || e.act != Activation::kNone)) {
-      // By planes, across the intra-op threads when there are elements enough.
+      // By positions of every plane, across the intra-op threads when there
+      // are elements enough: the rows the conv split (kRangesPerThread) go
+      // to the threads that wrote them.
       const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;
       float* yd = y.mutable_data<float>();
       const float* zd = z ? z->data<float>() : nullptr;
-      detail::parallel_for_ranges(planes, detail::intra_op_ranges(planes, kRangesPerThread, y.size()),
-                                  [&](int64_t, int64_t p0, int64_t p1) {
-                                    float* yr = yd + p0 * plane;
-                                    const int64_t n = (p1 - p0) * plane;
-                                    if (zd)
-                                      apply_epilogue<true>(yr, zd + p0 * plane, n, e);
-                                    else
-                                      apply_epilogue<false>(yr, nullptr, n, e);
+      const int64_t bytes = int64_t(sizeof(float)) * (z ? 2 : 1) * y.size();
+      detail::parallel_for_ranges(plane, detail::intra_op_ranges(plane, kRangesPerThread, y.size(), bytes),
+                                  [&](int64_t, int64_t q0, int64_t q1) {
+                                    for (int64_t p = 0; p < planes; ++p) {
+                                      float* yr = yd + p * plane + q0;
+                                      if (zd)
+                                        apply_epilogue<true>(yr, zd + p * plane + q0, q1 - q0, e);
+                                      else
+                                        apply_epilogue<false>(yr, nullptr, q1 - q0, e);
+                                    }
                                   });
     }
     ctx.outputs[0] = std::move(y);

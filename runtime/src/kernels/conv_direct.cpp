@@ -224,7 +224,8 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
   const int64_t OW = w.out[2], spr = segments_per_row(w);
   const int64_t segs = w.out[1] * spr, tiles = (segs + kSegs - 1) / kSegs;
   const int64_t units = cs.N * cs.group * tiles;  // u: tile u % tiles of image and group u / tiles
-  const int64_t ranges = detail::intra_op_ranges(units, kRangesPerThread, cs.N * cs.M * cs.P * cs.K);
+  const int64_t ranges =
+      detail::intra_op_ranges(units, kRangesPerThread, cs.macs(), int64_t(sizeof(float)) * cs.data_elements());
   // A range's tiles of one image and group span at most this many output rows.
   const int64_t range_tiles = std::min(tiles, (units + ranges - 1) / ranges);
   const int64_t max_rows = std::min(w.out[1], (range_tiles * kSegs + spr - 1) / spr + 1);

@@ -45,6 +45,10 @@ struct ConvShape {
   int64_t K = 0;                   // Cg * kernel size: the reduction length
   int64_t P = 0;                   // output spatial size
   Shape out_shape;                 // N x M x out spatial
+
+  int64_t macs() const { return N * M * P * K; }
+  // X's and Y's elements together: what the conv reads and writes besides W.
+  int64_t data_elements() const { return N * (C * w.in_size() + M * P); }
 };
 
 // Checks X, W (and the kernel_shape attribute, if given) against each other;

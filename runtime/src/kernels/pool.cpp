@@ -169,19 +169,21 @@ bool vector_run(T*, const InputRow&, const Window&, const MaxPoolPlan&, int64_t,
 }
 #endif
 
-// One plane. `s2`, the last dim's stride, is a compile-time constant for the
-// common strides 1 and 2, so that the inner run's loads vectorise as
-// contiguous or deinterleaved ones rather than one element at a time.
-// Inlined into max_pool_planes' clones, so it is built for their CPU.
+// Output rows [row0, row1) of one plane, a row being one (od, oh). `s2`,
+// the last dim's stride, is a compile-time constant for the common strides
+// 1 and 2, so that the inner run's loads vectorise as contiguous or
+// deinterleaved ones rather than one element at a time. Inlined into
+// max_pool_rows' clones, so it is built for their CPU.
 template <typename T, typename Stride>
-[[gnu::always_inline]] inline void max_pool_plane(const T* xp, T* yp, const Window& w, const MaxPoolPlan& plan, Stride s2) {
+[[gnu::always_inline]] inline void max_pool_plane(const T* xp, T* yp, const Window& w, const MaxPoolPlan& plan,
+                                                  int64_t row0, int64_t row1, Stride s2) {
   const TapRanges* r = plan.r;
   const int64_t inner_lo = plan.inner_lo, inner_hi = plan.inner_hi, d2 = w.d[2];
-  for (int64_t od = 0; od < w.out[0]; ++od)
-    for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+  for (int64_t i = row0; i < row1; ++i) {
+      const int64_t od = i / w.out[1], oh = i % w.out[1];
       const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
       const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
-      T* row = yp + (od * w.out[1] + oh) * w.out[2];
+      T* row = yp + i * w.out[2];
       auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
         return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
       };
@@ -225,33 +227,37 @@ template <typename T, typename Stride>
     }
 }
 
-// Planes [p0, p1), built for the CPU it runs on (kernels/simd.h): as
-// baseline SSE2, the stride-2 loads went one element at a time.
+// Output rows [row0, row1) of every plane, built for the CPU it runs on
+// (kernels/simd.h): as baseline SSE2, the stride-2 loads went one element
+// at a time.
 template <typename T>
-EPPROF_SIMD_CLONES void max_pool_planes(const T* x, T* y, int64_t p0, int64_t p1, const Window& w,
-                                        const MaxPoolPlan& plan) noexcept {
-  for (int64_t pl = p0; pl < p1; ++pl) {
+EPPROF_SIMD_CLONES void max_pool_rows(const T* x, T* y, int64_t planes, int64_t row0, int64_t row1, const Window& w,
+                                      const MaxPoolPlan& plan) noexcept {
+  for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xp = x + pl * w.in_size();
     T* yp = y + pl * w.out_size();
     if (w.s[2] == 1)
-      max_pool_plane(xp, yp, w, plan, Stride1());
+      max_pool_plane(xp, yp, w, plan, row0, row1, Stride1());
     else if (w.s[2] == 2)
-      max_pool_plane(xp, yp, w, plan, Stride2());
+      max_pool_plane(xp, yp, w, plan, row0, row1, Stride2());
     else
-      max_pool_plane(xp, yp, w, plan, w.s[2]);
+      max_pool_plane(xp, yp, w, plan, row0, row1, w.s[2]);
   }
 }
 
-// The planes split across the intra-op threads when there are taps enough.
+// Split across the intra-op threads by output rows of every plane, as the
+// Conv before it split its output (detail::kMinSplitBytes), when there are
+// taps or data enough.
 template <typename T>
 void max_pool_values(const Tensor& x, const Window& w, Tensor& out) {
   const MaxPoolPlan plan(w);
-  const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t ranges = detail::intra_op_ranges(planes, 2, planes * w.out_size() * w.k_size());
+  const int64_t planes = x.dim(0) * x.dim(1), rows = w.out[0] * w.out[1];
+  const int64_t ranges = detail::intra_op_ranges(rows, 1, planes * w.out_size() * w.k_size(),
+                                                 int64_t(sizeof(T)) * (x.size() + out.size()));
   const T* xd = x.data<T>();
   T* yd = out.mutable_data<T>();
-  detail::parallel_for_ranges(planes, ranges, [&](int64_t, int64_t p0, int64_t p1) {
-    max_pool_planes<T>(xd, yd, p0, p1, w, plan);
+  detail::parallel_for_ranges(rows, ranges, [&](int64_t, int64_t r0, int64_t r1) {
+    max_pool_rows<T>(xd, yd, planes, r0, r1, w, plan);
   });
 }
 
