@@ -180,51 +180,51 @@ template <typename T, typename Stride>
   const TapRanges* r = plan.r;
   const int64_t inner_lo = plan.inner_lo, inner_hi = plan.inner_hi, d2 = w.d[2];
   for (int64_t i = row0; i < row1; ++i) {
-      const int64_t od = i / w.out[1], oh = i % w.out[1];
-      const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
-      const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
-      T* row = yp + i * w.out[2];
-      auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
-        return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
-      };
-      if (!vector_run(row, input_row, w, plan, r[0].lo[d], r[0].hi[d], r[1].lo[h], r[1].hi[h], s2)) {
-        // The inner run, tap by tap.
-        std::fill(row + inner_lo, row + inner_hi, std::numeric_limits<T>::lowest());  // windows with no tap
-        bool first = true;
-        for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
-          for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh)
-            for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-              const T* in = input_row(kd, kh) + kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
-              if (first) {
-                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2];
-              } else {
-                for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
-                  const T v = in[ow * s2];
-                  row[ow] = v > row[ow] ? v : row[ow];
-                }
+    const int64_t od = i / w.out[1], oh = i % w.out[1];
+    const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
+    const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
+    T* row = yp + i * w.out[2];
+    auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
+      return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
+    };
+    if (!vector_run(row, input_row, w, plan, r[0].lo[d], r[0].hi[d], r[1].lo[h], r[1].hi[h], s2)) {
+      // The inner run, tap by tap.
+      std::fill(row + inner_lo, row + inner_hi, std::numeric_limits<T>::lowest());  // windows with no tap
+      bool first = true;
+      for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
+        for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh)
+          for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+            const T* in = input_row(kd, kh) + kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
+            if (first) {
+              for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2];
+            } else {
+              for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
+                const T v = in[ow * s2];
+                row[ow] = v > row[ow] ? v : row[ow];
               }
-              first = false;
             }
-      }
-      // The edges, output by output.
-      for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-        if (ow == inner_lo) ow = std::max(inner_hi, ow);
-        if (ow >= w.out[2]) break;
-        const size_t c = static_cast<size_t>(ow);
-        bool seeded = false;
-        T best = std::numeric_limits<T>::lowest();
-        for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
-          for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh) {
-            const T* in = input_row(kd, kh);
-            for (int64_t kw = r[2].lo[c]; kw < r[2].hi[c]; ++kw) {
-              const T v = in[ow * s2 - w.pb[2] + kw * d2];
-              best = !seeded || v > best ? v : best;
-              seeded = true;
-            }
+            first = false;
           }
-        row[ow] = best;
-      }
     }
+    // The edges, output by output.
+    for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+      if (ow == inner_lo) ow = std::max(inner_hi, ow);
+      if (ow >= w.out[2]) break;
+      const size_t c = static_cast<size_t>(ow);
+      bool seeded = false;
+      T best = std::numeric_limits<T>::lowest();
+      for (int64_t kd = r[0].lo[d]; kd < r[0].hi[d]; ++kd)
+        for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh) {
+          const T* in = input_row(kd, kh);
+          for (int64_t kw = r[2].lo[c]; kw < r[2].hi[c]; ++kw) {
+            const T v = in[ow * s2 - w.pb[2] + kw * d2];
+            best = !seeded || v > best ? v : best;
+            seeded = true;
+          }
+        }
+      row[ow] = best;
+    }
+  }
 }
 
 // Output rows [row0, row1) of every plane, built for the CPU it runs on
