@@ -217,6 +217,7 @@ TEST(IntraOpKernels, ConvMatchesOneThread) {
       {"groups, stride 2, 3 images", 3, 16, 21, 19, 24, 4, 3, 2, 1},
       {"depthwise", 2, 24, 30, 30, 24, 24, 3, 1, 1},
       {"depthwise, 2 outputs per channel, stride 2", 1, 12, 33, 31, 24, 12, 5, 2, 2},
+      {"depthwise split by rows, 2 outputs per channel, stride 2", 1, 16, 66, 62, 32, 16, 5, 2, 2},
       {"pointwise, 2 images", 2, 16, 30, 30, 40, 1, 1, 1, 0},
       {"pointwise with groups", 1, 32, 17, 17, 64, 2, 1, 1, 0},
       {"one output row", 1, 8, 3, 50, 8, 1, 3, 1, 0},

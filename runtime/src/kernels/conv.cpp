@@ -137,37 +137,43 @@ EPPROF_SIMD_CLONES void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, 
 // [0, OH * Wq), in a scratch row of that length, filled with the bias and
 // accumulated onto in SIMD registers; the Wq - OW positions past each row's
 // end are computed and dropped when the rows are copied to Y. Each phase
-// plane has a spare row of zeros for the last rows' dropped positions. The
-// input planes (each image's channels) are split into ranges across the
-// intra-op threads, each range with scratch of its own.
+// plane has a spare row of zeros for the last rows' dropped positions.
+//
+// Across the intra-op threads the output rows are split into ranges, each
+// range computing its rows of every plane (from the phase rows they read,
+// in scratch of its own), as the Conv before it split its rows
+// (detail::kMinSplitBytes). With one range, a range is the whole plane.
 template <typename T>
 void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
   const int64_t H = w.in[1], W = w.in[2], OH = w.out[1], OW = w.out[2], KH = w.k[1], KW = w.k[2];
   const int64_t sh = w.s[1], sw = w.s[2], dh = w.d[1], dw = w.d[2], pt = w.pb[1], pl = w.pb[2];
   if (OH == 0 || OW == 0) return;
-  const int64_t Hpad = (OH - 1) * sh + (KH - 1) * dh + 1, Wpad = (OW - 1) * sw + (KW - 1) * dw + 1;
+  const int64_t planes = cs.N * cs.C;
+  const int64_t ranges = detail::intra_op_ranges(OH, kRangesPerThread, planes * cs.Mg * OH * OW * KH * KW,
+                                                 int64_t(sizeof(T)) * cs.data_elements());
+  const int64_t range_rows = (OH + ranges - 1) / ranges;  // the most output rows a range has
+  const int64_t Hpad = (range_rows - 1) * sh + (KH - 1) * dh + 1, Wpad = (OW - 1) * sw + (KW - 1) * dw + 1;
   const int64_t Hq = (Hpad + sh - 1) / sh, Wq = (Wpad + sw - 1) / sw;
   const int64_t phase_plane = (Hq + 1) * Wq, phases = sh * sw;
-  const int64_t range_floats = phases * phase_plane + OH * Wq;  // the phase planes, then the output run
+  const int64_t range_floats = phases * phase_plane + range_rows * Wq;  // the phase planes, then the output run
   std::vector<int64_t> tap_at(static_cast<size_t>(KH * KW));  // tap (kh, kw): its offset from j
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) {
       const int64_t r = kh * dh, c = kw * dw;
       tap_at[static_cast<size_t>(kh * KW + kw)] = (r % sh * sw + c % sw) * phase_plane + r / sh * Wq + c / sw;
     }
-  const int64_t planes = cs.N * cs.C;
-  const int64_t ranges = detail::intra_op_ranges(planes, kRangesPerThread, planes * cs.Mg * OH * OW * KH * KW);
   const memory::Scratch<T> scratch(static_cast<size_t>(ranges * range_floats));
-  detail::parallel_for_ranges(planes, ranges, [&](int64_t range, int64_t begin, int64_t end) {
+  detail::parallel_for_ranges(OH, ranges, [&](int64_t range, int64_t oh0, int64_t oh1) {
     T* const phased = scratch.get() + range * range_floats;
     T* const run = phased + phases * phase_plane;
+    const int64_t rows = oh1 - oh0;
     std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
-    for (int64_t plane = begin; plane < end; ++plane) {  // image plane / C, input channel plane % C
+    for (int64_t plane = 0; plane < planes; ++plane) {  // image plane / C, input channel plane % C
       const T* xc = x + plane * H * W;
       for (int64_t rp = 0; rp < sh; ++rp)
         for (int64_t i = 0; i <= Hq; ++i) {  // the spare row too
-          const int64_t ih = i * sh + rp - pt;
+          const int64_t ih = (oh0 + i) * sh + rp - pt;
           const bool inside = ih >= 0 && ih < H;
           for (int64_t cp = 0; cp < sw; ++cp) {
             T* dst = phased + (rp * sw + cp) * phase_plane + i * Wq;
@@ -189,10 +195,10 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
         const int64_t m = om % cs.M;
         const T* wm = wt + m * KH * KW;
         for (size_t t = 0; t < taps.size(); ++t) taps[t] = {phased + tap_at[t], wm[t]};
-        fill_value(run, OH * Wq, bias ? bias[m] : T{});
-        accumulate_taps(run, taps.data(), taps.size(), OH * Wq);
-        T* ym = y + om * OH * OW;
-        for (int64_t oh = 0; oh < OH; ++oh) copy_short(ym + oh * OW, run + oh * Wq, OW);
+        fill_value(run, rows * Wq, bias ? bias[m] : T{});
+        accumulate_taps(run, taps.data(), taps.size(), rows * Wq);
+        T* ym = y + om * OH * OW + oh0 * OW;
+        for (int64_t oh = 0; oh < rows; ++oh) copy_short(ym + oh * OW, run + oh * Wq, OW);
       }
     }
   });
