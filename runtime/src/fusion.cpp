@@ -243,10 +243,41 @@ std::vector<size_t> fuse_conv(Model& m, size_t ci, const Uses& uses, const std::
   return absorbed;
 }
 
+// Turns the graph's float Constant nodes (a `value` tensor, output not a
+// graph output) into initializers, as ONNX Runtime does when it loads a
+// graph, and returns how many: paddle2onnx writes every weight and
+// normalisation parameter as a Constant node (the OCR models), and the
+// fusions read theirs from initializers. A Constant never runs either way:
+// a plan folds it (session.cpp).
+int promote_float_constants(Model& m) {
+  std::set<std::string> graph_outputs;
+  for (const auto& out : m.outputs) graph_outputs.insert(out.name);
+  std::vector<bool> removed(m.nodes.size(), false);
+  int promoted = 0;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    Node& n = m.nodes[i];
+    if (n.op_type != "Constant" || !n.domain.empty() || !n.inputs.empty() || n.outputs.size() != 1 ||
+        n.outputs[0].empty() || n.attributes.size() != 1 || graph_outputs.count(n.outputs[0]) ||
+        m.initializers.count(n.outputs[0]))
+      continue;
+    auto value = n.attributes.find("value");
+    if (value == n.attributes.end() || value->second.kind != Attribute::Kind::Tensor ||
+        value->second.t.dtype() != DataType::Float)
+      continue;
+    m.initializers.emplace(n.outputs[0], std::move(value->second.t));
+    removed[i] = true;
+    ++promoted;
+  }
+  if (promoted) drop_nodes(m.nodes, removed);
+  return promoted;
+}
+
 }  // namespace
 
 Session::Fusions fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs) {
   Session::Fusions counts;
+  if (promote_float_constants(m))
+    for (size_t i = 0; i < m.nodes.size(); ++i) m.nodes[i].index = i;
   std::vector<bool> removed(m.nodes.size(), false);
   std::set<std::string> replaced;  // initializers a fold stopped reading
   {

@@ -4,6 +4,7 @@
 // FusedConv as a model may hold it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -106,6 +107,41 @@ TEST(Fusion, ConvBatchNormReluBecomeOneFusedConv) {
   Session plain = Session::from_bytes(bytes(m), fusing(false));
   EXPECT_EQ(op_types(plain), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   EXPECT_EQ(plain.fusions().batch_norms, 0);
+}
+
+// paddle2onnx writes a model's weights as Constant nodes: they become
+// initializers, as ONNX Runtime makes them, and fold the same way. A
+// Constant that is a graph output stays a node.
+TEST(Fusion, WeightsInConstantNodesFoldAsInitializersDo) {
+  onnx::ModelProto m = conv_bn_model();
+  add_node(m, "Relu", "relu", {"n"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  auto* g = m.mutable_graph();
+  for (const onnx::TensorProto& t : g->initializer()) {
+    auto* c = add_node(m, "Constant", t.name() + "_const", {}, {t.name()});
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = t;
+  }
+  g->clear_initializer();
+  auto* k = add_node(m, "Constant", "k_const", {}, {"k"});
+  auto* a = k->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_float_data(2.5f);
+  add_io(m, false, "k", {});
+  Session s = Session::from_bytes(bytes(m));
+  std::vector<std::string> ops = op_types(s);
+  std::sort(ops.begin(), ops.end());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Constant", "FusedConv"}));
+  EXPECT_EQ(s.fusions().batch_norms, 1);
+  EXPECT_EQ(s.fusions().fused_convs, 1);
+  expect_same_outputs(bytes(m));
+  Session plain = Session::from_bytes(bytes(m), fusing(false));
+  const std::vector<std::string> written = op_types(plain);
+  EXPECT_EQ(std::count(written.begin(), written.end(), "Constant"), 7);  // six parameters and k
 }
 
 // A FusedConv's output shape follows from its inputs', as a Conv's: the

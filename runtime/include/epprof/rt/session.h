@@ -55,8 +55,11 @@ struct SessionOptions {
   // the Relu or Clip after it becomes one com.microsoft FusedConv where the
   // CPU EP runs them all (an EP that claims one of them keeps them). The
   // fused node keeps the Conv's name; the nodes it absorbed are not in
-  // nodes() and never run, as in ONNX Runtime's profile. false: the graph
-  // runs as written.
+  // nodes() and never run, as in ONNX Runtime's profile. Float Constant
+  // nodes (not graph outputs) become initializers first, as ONNX Runtime
+  // makes them when it loads a graph, so weights a converter wrote as
+  // Constant nodes (paddle2onnx does) fold too; they are not in nodes()
+  // either. false: the graph runs as written.
   bool fuse_nodes = true;
 
   static constexpr int kMaxThreads = 1024;  // larger values are refused (ErrorKind::BadOption)
