@@ -56,7 +56,6 @@ void fill_value(T* p, int64_t n, T v) {
   for (; i < n; ++i) p[i] = v;
 }
 
-// Y[n, m] = bias[m] everywhere.
 // True when the direct depthwise loop applies: one input channel per group,
 // at most 2 spatial dims (the window's leading slot is then the unused size-1
 // one), and few output channels per input channel. With many (Mg > 4, as in
@@ -67,12 +66,12 @@ bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
 
-// Ranges of output rows (depthwise: of channels) per intra-op thread: one,
+// Ranges of output rows per intra-op thread (the gemm path, depthwise): one,
 // so that the calling thread computes the first half of the rows as the
 // Conv before it did, and reads its input in its own core's cache
 // (detail::kMinSplitBytes). Two each let a worker that starts late hand
 // its second range to the caller, but then the rows went to whichever
-// thread came first: the CNN's 1x1 stride-2 Conv ran 10% slower.
+// thread came first: the CNN's 1x1 stride-2 Conv ran about 10% slower.
 constexpr int64_t kRangesPerThread = 1;
 
 // One kernel tap of an output row: its weight, and the input element it reads
