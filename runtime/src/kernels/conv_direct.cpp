@@ -195,7 +195,7 @@ bool cpu_has_avx512() { return false; }
 
 #endif
 
-// Ranges of tiles per intra-op thread: one, unlike conv.cpp's gemm path.
+// Ranges of tiles per intra-op thread: one, as in conv.cpp (kMinSplitBytes).
 // Each range pads its own input rows, so a range costs a copy of its halo
 // rows of every channel: on the CNN's 32x32 convs at 2 threads, 4 ranges
 // spent 8% more cycles per job than 2, and 8 ranges 25% more. With one
