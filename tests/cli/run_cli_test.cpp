@@ -538,6 +538,34 @@ TEST(RunCli, InputOfTheWrongShapeIsNamed) {
   EXPECT_NE(r.output.find("no input named 'nosuch'"), std::string::npos) << r.output;
 }
 
+// Random inputs get 1 for a dynamic dim; a run that then fails says so,
+// naming the input and the shape it was given.
+TEST(RunCli, AFailedRunOnGeneratedInputsNamesTheirDynamicDims) {
+  TempDir dir;
+  auto m = rtt::make_model();
+  rtt::add_io(m, true, "image", {1, 1, 0, 0});
+  auto* dims = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(2)->set_dim_param("height");  // symbolic, as exporters write them
+  dims->mutable_dim(3)->set_dim_param("width");
+  auto* pool = rtt::add_node(m, "MaxPool", "pool", {"image"}, {"y"});
+  rtt::set_ints(pool, "kernel_shape", {3, 3});
+  rtt::add_io(m, false, "y", {1, 1, -1, -1});
+  const std::string model = dir.file("pool.onnx");
+  std::ofstream(model, std::ios::binary) << rtt::bytes(m);
+  Result r = epprof({model, "--runs", "1", "--output", dir.file("t.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("random inputs with dynamic dims set to 1: 'image' [1,1,1,1]"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--input NAME=FILE"), std::string::npos) << r.output;
+
+  // Given a real input, it runs, and no such note is printed.
+  epprof::rt::write_tensor_file(dir.file("image.pb"), epprof::rt::Tensor(epprof::rt::DataType::Float, {1, 1, 5, 5}),
+                                "image");
+  r = epprof({model, "--runs", "1", "--input", "image=" + dir.file("image.pb"), "--output", dir.file("u.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("dynamic dims"), std::string::npos) << r.output;
+}
+
 // By default nodes computed from initializers alone run once, at session
 // creation, and are in no run's events (as in ONNX Runtime's profile);
 // --no-constant-folding runs and traces them on every run.

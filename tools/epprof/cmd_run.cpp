@@ -106,7 +106,8 @@ void print_help() {
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
       "  --input NAME=FILE    an input from an ONNX TensorProto file (repeatable);\n"
-      "                       inputs not given are random (float in [-1,1), int64 0)\n"
+      "                       inputs not given are random (float in [-1,1), int64 0),\n"
+      "                       each dynamic dim 1\n"
       "  --seed N             seed of the random inputs (default 42)\n"
       "  --output PATH        trace file (default: epprof_<model>.json in the current\n"
       "                       directory, .db with --format sqlite); a path ending in\n"
@@ -338,7 +339,9 @@ std::vector<epprof_plugin_t> register_ep_profilers(const rt::SessionOptions& so)
 }
 
 // Random inputs for every required input not given on the command line.
-std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const Options& o) {
+// Each one whose declared shape has dynamic dims is named in *guessed with
+// the shape it was given (those dims 1), for a failed run's message.
+std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const Options& o, std::string* guessed) {
   std::map<std::string, rt::Tensor> inputs;
   for (const auto& [name, path] : o.inputs) {
     bool known = false;
@@ -353,7 +356,12 @@ std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const 
     if (!in.has_shape)
       throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' has no known rank; give it with --input");
     rt::Shape shape = in.shape;
-    for (auto& d : shape) d = d < 0 ? 1 : d;  // dynamic dims: 1
+    bool dynamic = false;
+    for (auto& d : shape) {
+      dynamic = dynamic || d < 0;
+      d = d < 0 ? 1 : d;  // dynamic dims: 1
+    }
+    if (dynamic) *guessed += (guessed->empty() ? "'" : ", '") + in.name + "' " + rt::shape_to_string(shape);
     rt::Tensor t(in.type, shape);
     if (in.type == rt::DataType::Float) {
       float* p = t.mutable_data<float>();
@@ -538,7 +546,8 @@ int execute(const Options& o) {
     so.observer = counters->observer();
   }
   rt::Session session(model, so);
-  const auto inputs_data = make_inputs(session, o);
+  std::string guessed;  // generated inputs whose dynamic dims were set to 1
+  const auto inputs_data = make_inputs(session, o, &guessed);
   if (o.serve) {
     ServeOptions serve{model, plugins, o.integer_timestamps, inputs, o.socket_dir, o.warmup, o.pause_ms};
     return serve_captures(session, inputs_data, serve);
@@ -595,6 +604,9 @@ int execute(const Options& o) {
       // The failed run's own trace is not written (its observer goes
       // without finish()); the session's holds the runs before it.
       run_error = "run " + std::to_string(k + 1) + " failed: " + e.what();
+      if (!guessed.empty())
+        run_error += " (random inputs with dynamic dims set to 1: " + guessed +
+                     "; give real ones with --input NAME=FILE)";
       break;
     }
     if (run_profiler) {
