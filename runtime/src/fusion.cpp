@@ -249,7 +249,7 @@ std::vector<size_t> fuse_conv(Model& m, size_t ci, const Uses& uses, const std::
 // normalisation parameter as a Constant node (the OCR models), and the
 // fusions read theirs from initializers. A Constant never runs either way:
 // a plan folds it (session.cpp).
-int promote_float_constants(Model& m) {
+void promote_float_constants(Model& m) {
   std::set<std::string> graph_outputs;
   for (const auto& out : m.outputs) graph_outputs.insert(out.name);
   std::vector<bool> removed(m.nodes.size(), false);
@@ -269,15 +269,13 @@ int promote_float_constants(Model& m) {
     ++promoted;
   }
   if (promoted) drop_nodes(m.nodes, removed);
-  return promoted;
 }
 
 }  // namespace
 
 Session::Fusions fuse_nodes(Model& m, const std::function<bool(const Node&)>& cpu_runs) {
   Session::Fusions counts;
-  if (promote_float_constants(m))
-    for (size_t i = 0; i < m.nodes.size(); ++i) m.nodes[i].index = i;
+  promote_float_constants(m);  // the nodes are renumbered below, with the fused ones gone
   std::vector<bool> removed(m.nodes.size(), false);
   std::set<std::string> replaced;  // initializers a fold stopped reading
   {
