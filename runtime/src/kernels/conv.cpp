@@ -66,14 +66,6 @@ bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
 
-// Ranges of output rows per intra-op thread (the gemm path, depthwise): one,
-// so that the calling thread computes the first half of the rows as the
-// Conv before it did, and reads its input in its own core's cache
-// (detail::kMinSplitBytes). Two each let a worker that starts late hand
-// its second range to the caller, but then the rows went to whichever
-// thread came first: the CNN's 1x1 stride-2 Conv ran about 10% slower.
-constexpr int64_t kRangesPerThread = 1;
-
 // One kernel tap of an output row: its weight, and the input element it reads
 // for output column 0; column o reads x[o] (the row is contiguous: a padded
 // phase row, see conv_depthwise_2d).
@@ -149,8 +141,7 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   const int64_t sh = w.s[1], sw = w.s[2], dh = w.d[1], dw = w.d[2], pt = w.pb[1], pl = w.pb[2];
   if (OH == 0 || OW == 0) return;
   const int64_t planes = cs.N * cs.C;
-  const int64_t ranges = detail::intra_op_ranges(OH, kRangesPerThread, planes * cs.Mg * OH * OW * KH * KW,
-                                                 int64_t(sizeof(T)) * cs.data_elements());
+  const int64_t ranges = conv_row_ranges(cs, OH, int64_t(sizeof(T)));
   const int64_t range_rows = (OH + ranges - 1) / ranges;  // the most output rows a range has
   const int64_t Hpad = (range_rows - 1) * sh + (KH - 1) * dh + 1, Wpad = (OW - 1) * sw + (KW - 1) * dw + 1;
   const int64_t Hq = (Hpad + sh - 1) / sh, Wq = (Wpad + sw - 1) / sw;
@@ -282,8 +273,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
   const int64_t row_bytes = int64_t(sizeof(T)) * std::max<int64_t>(cs.K * OW, 1);  // of im2col, per output row
   const int64_t tile_rows = pointwise ? rows : std::clamp<int64_t>(kColTileBytes / row_bytes, 1, rows);
   const int64_t units = cs.N * cs.group * rows;
-  const int64_t ranges =
-      detail::intra_op_ranges(units, kRangesPerThread, cs.macs(), int64_t(sizeof(T)) * cs.data_elements());
+  const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(T)));
   // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
   const int64_t range_col =
       pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
@@ -474,14 +464,14 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
     bool finished = false;
     Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
     if (!finished && (z || e.act != Activation::kNone)) {
-      // By positions of every plane, across the intra-op threads when there
-      // are elements enough: the rows the conv split (kRangesPerThread) go
-      // to the threads that wrote them.
+      // By positions of every plane, one range per thread when there are
+      // elements enough: the rows the conv split (conv_row_ranges) go to the
+      // threads that wrote them.
       const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;
       float* yd = y.mutable_data<float>();
       const float* zd = z ? z->data<float>() : nullptr;
       const int64_t bytes = int64_t(sizeof(float)) * (z ? 2 : 1) * y.size();
-      detail::parallel_for_ranges(plane, detail::intra_op_ranges(plane, kRangesPerThread, y.size(), bytes),
+      detail::parallel_for_ranges(plane, detail::intra_op_ranges(plane, 1, y.size(), bytes),
                                   [&](int64_t, int64_t q0, int64_t q1) {
                                     for (int64_t p = 0; p < planes; ++p) {
                                       float* yr = yd + p * plane + q0;

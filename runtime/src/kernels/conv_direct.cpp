@@ -195,15 +195,6 @@ bool cpu_has_avx512() { return false; }
 
 #endif
 
-// Ranges of tiles per intra-op thread: one, as in conv.cpp (kMinSplitBytes).
-// Each range pads its own input rows, so a range costs a copy of its halo
-// rows of every channel: on the CNN's 32x32 convs at 2 threads, 4 ranges
-// spent 8% more cycles per job than 2, and 8 ranges 25% more. With one
-// range each, the caller (which takes the first task) computes the top
-// rows of every conv, so it reads mostly the rows it wrote in the last one:
-// 3.5% less per run of the CNN than 2 ranges each, measured alternately.
-constexpr int64_t kRangesPerThread = 1;
-
 }  // namespace
 
 bool conv_direct_runs(const ConvShape& cs) {
@@ -224,8 +215,7 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
   const int64_t OW = w.out[2], spr = segments_per_row(w);
   const int64_t segs = w.out[1] * spr, tiles = (segs + kSegs - 1) / kSegs;
   const int64_t units = cs.N * cs.group * tiles;  // u: tile u % tiles of image and group u / tiles
-  const int64_t ranges =
-      detail::intra_op_ranges(units, kRangesPerThread, cs.macs(), int64_t(sizeof(float)) * cs.data_elements());
+  const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(float)));
   // A range's tiles of one image and group span at most this many output rows.
   const int64_t range_tiles = std::min(tiles, (units + ranges - 1) / ranges);
   const int64_t max_rows = std::min(w.out[1], (range_tiles * kSegs + spr - 1) / spr + 1);

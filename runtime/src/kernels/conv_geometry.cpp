@@ -2,7 +2,13 @@
 
 #include <algorithm>
 
+#include "intra_op.h"
+
 namespace epprof::rt::kernels {
+
+int64_t conv_row_ranges(const ConvShape& cs, int64_t units, int64_t element_bytes) {
+  return detail::intra_op_ranges(units, 1, cs.macs(), element_bytes * cs.data_elements());
+}
 
 WindowAttrs WindowAttrs::from_node(const Node& node) {
   WindowAttrs a;

@@ -51,6 +51,20 @@ struct ConvShape {
   int64_t data_elements() const { return N * (C * w.in_size() + M * P); }
 };
 
+// How many ranges every Conv lowering (the implicit GEMM's tiles, the gemm
+// path's and the depthwise loop's output rows: `units` of them in order)
+// splits into across the intra-op threads, X and Y having elements of
+// `element_bytes`: one per thread, when the arithmetic or the data is
+// enough (detail::intra_op_ranges), else 1. One each, so that the calling
+// thread, which takes the first task, computes the first rows as the Conv
+// before it did and reads them in its own core's cache
+// (detail::kMinSplitBytes). More cost more: each range copies its halo rows
+// of every channel, and on the CNN's 32x32 convs at 2 threads 4 ranges
+// spent 8% more cycles per job than 2, 8 ranges 25% more; and the rows then
+// went to whichever thread came first (the CNN ran 3.5% slower at 2 ranges
+// a thread than at 1, measured alternately).
+int64_t conv_row_ranges(const ConvShape& cs, int64_t units, int64_t element_bytes);
+
 // Checks X, W (and the kernel_shape attribute, if given) against each other;
 // `op` names the operator in messages.
 ConvShape resolve_conv(const WindowAttrs& attrs, int64_t group, const Shape& x, const Shape& w, const char* op);
