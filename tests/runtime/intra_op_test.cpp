@@ -243,6 +243,45 @@ TEST(IntraOpKernels, ConvMatchesOneThread) {
   }
 }
 
+// A conv with fewer output rows than threads and work enough to split (or
+// weights enough) splits its output channels into blocks (each block's
+// channels of each range of rows): audio models' STFTs as 1-D convs, a 1x1
+// conv on one output row, and a conv with one output position, whose
+// product is too narrow for the runtime's sgemm and goes through im2col and
+// a gemm.
+TEST(IntraOpKernels, ConvWithFewRowsSplitsItsChannels) {
+  struct Case {
+    const char* what;
+    Shape x;
+    int64_t m, k, stride;
+  };
+  const Case cases[] = {
+      {"STFT: 257 filters of 512 taps, stride 160, 8 positions", {1, 1, 1760}, 257, 512, 160},
+      {"STFT split for its weights alone: 258 filters of 256 taps, 3 positions", {1, 1, 576}, 258, 256, 128},
+      {"1x1 on one row of 4 positions, 600 channels", {1, 512, 1, 4}, 600, 1, 1},
+      {"1x1 on 2 rows (3 threads: 2 ranges of 2 blocks)", {1, 512, 2, 2}, 320, 1, 1},
+      {"one output position, im2col and a gemm", {1, 4, 600}, 520, 600, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const size_t spatial = c.x.size() - 2;
+    Shape y{c.x[0], c.m}, wdims{c.m, c.x[1]};
+    for (size_t d = 0; d < spatial; ++d) {
+      y.push_back((c.x[2 + d] - c.k) / c.stride + 1);
+      wdims.push_back(c.k);
+    }
+    auto m = rtt::make_model();
+    rtt::add_io(m, true, "X", c.x);
+    rtt::add_io(m, false, "Y", y);
+    rtt::add_float_init(m, "W", wdims, random_values(elements(wdims), 11));
+    rtt::add_float_init(m, "B", {c.m}, random_values(static_cast<size_t>(c.m), 12));
+    auto* node = rtt::add_node(m, "Conv", "conv", {"X", "W", "B"}, {"Y"});
+    rtt::set_ints(node, "kernel_shape", std::vector<int64_t>(spatial, c.k));
+    rtt::set_ints(node, "strides", std::vector<int64_t>(spatial, c.stride));
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor(c.x, 13)}});
+  }
+}
+
 // MaxPool splits its output rows of every plane; a FusedConv whose
 // activation the gemm path leaves to a pass after it (Z and Relu on a 1x1
 // conv) splits that pass by positions of every plane.

@@ -248,11 +248,38 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 // gemm reads them, large enough for the gemm to run at speed.
 constexpr int64_t kColTileBytes = 512 << 10;
 
+// Output channels a channel block of the gemm lowering starts on a
+// multiple of, and holds at least: the height of the gemms' row blocks.
+constexpr int64_t kChannelBlock = kSplitGemmAlign;
+
+// How many blocks of output channels each of the gemm lowering's `ranges`
+// ranges of rows splits into: 1, unless there are fewer ranges than threads
+// while the conv is work enough to split, or reads weights enough
+// (kMinSplitBytes of W: each thread then reads its blocks' part). A 1-D
+// conv with a few output positions, an audio model's STFT, has one output
+// row: openWakeWord's melspectrogram, [1,1,1760] by 257 filters of 512
+// taps, stride 160, 8 positions, took 57 us on one thread and on two, and
+// 35 us split in 2 blocks; Silero VAD's, 258 filters of 256 taps on 3
+// positions, is a fifth of the arithmetic but 264 KB of weights, and its
+// runs at 2 threads went from 0.119 to 0.100 ms. Each block computes its
+// channels of the rows, packing the same columns of X on its own: a
+// product's packing is a small part of it when it has channels enough to
+// split.
+int64_t channel_blocks(const ConvShape& cs, int64_t ranges, int64_t element_bytes) {
+  const int64_t threads = detail::intra_op_threads();
+  const int64_t weight_bytes = element_bytes * cs.M * cs.K;
+  if (ranges >= threads || (cs.macs() < detail::kMinSplitMacs && weight_bytes < detail::kMinSplitBytes)) return 1;
+  const int64_t wanted = (threads + ranges - 1) / ranges;
+  return std::max<int64_t>(1, std::min(wanted, cs.Mg / kChannelBlock));
+}
+
 // The gemm lowering. Every image's every group's output rows, in order, are
-// split into ranges across the intra-op threads (detail::parallel_for_ranges;
-// one range with one thread); a range sets its rows of Y to the bias (null:
-// zero), then im2cols a tile of its rows at a time into its own scratch and
-// gemms it onto Y's matching columns, which no other range writes. The bias
+// split into ranges across the intra-op threads (one range with one
+// thread), and when there are fewer ranges than threads each range's output
+// channels into blocks (channel_blocks); a task, one range's block, sets
+// its rows of its channels of Y to the bias (null: zero), then im2cols a
+// tile of its rows at a time into its own scratch and gemms it onto Y's
+// matching columns, which no other task writes. The bias
 // is written by the thread that accumulates onto it: filled by the caller
 // beforehand, half of Y was in the other core's cache when the worker's
 // gemm read it (the CNN's 1x1 stride-2 Conv took 26 us at 2 threads, 12 at
@@ -274,33 +301,41 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
   const int64_t tile_rows = pointwise ? rows : std::clamp<int64_t>(kColTileBytes / row_bytes, 1, rows);
   const int64_t units = cs.N * cs.group * rows;
   const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(T)));
-  // Each range's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
-  const int64_t range_col =
+  const int64_t blocks = channel_blocks(cs, ranges, int64_t(sizeof(T))), tasks = ranges * blocks;
+  // Each task's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
+  const int64_t task_col =
       pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
-  const memory::Scratch<T> cols(static_cast<size_t>(ranges * range_col));
-  detail::parallel_for_ranges(units, ranges, [&](int64_t range, int64_t begin, int64_t end) {
-    T* col = cols.get() + range * range_col;
+  const memory::Scratch<T> cols(static_cast<size_t>(tasks * task_col));
+  detail::parallel_for(tasks, [&](int64_t task) {
+    const int64_t range = task / blocks, block = task % blocks;
+    const int64_t begin = units * range / ranges, end = units * (range + 1) / ranges;
+    // Channels [m0, m1) of each group, blocks starting on kChannelBlock.
+    auto block_start = [&](int64_t b) {
+      return b == blocks ? cs.Mg : (cs.Mg * b / blocks + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
+    };
+    const int64_t m0 = block_start(block), m1 = block_start(block + 1), mc = m1 - m0;
+    T* col = cols.get() + task * task_col;
     for (int64_t u = begin; u < end;) {  // u: row u % rows of image and group u / rows
       const int64_t n = u / rows / cs.group, g = u / rows % cs.group, r0 = u % rows;
       const int64_t r1 = std::min(rows, r0 + end - u);
       u += r1 - r0;
       const T* xg = x + (n * cs.C + g * cs.Cg) * w.in_size();
-      const T* wg = wt + g * cs.Mg * cs.K;
-      T* yg = y + (n * cs.M + g * cs.Mg) * cs.P;
-      for (int64_t m = 0; m < cs.Mg; ++m)
-        fill_value(yg + m * cs.P + r0 * OW, (r1 - r0) * OW, bias ? bias[g * cs.Mg + m] : T{});
-      if (cs.K == 0) continue;  // nothing to add to the bias
+      const T* wg = wt + (g * cs.Mg + m0) * cs.K;
+      T* yg = y + (n * cs.M + g * cs.Mg + m0) * cs.P;
+      for (int64_t m = 0; m < mc; ++m)
+        fill_value(yg + m * cs.P + r0 * OW, (r1 - r0) * OW, bias ? bias[g * cs.Mg + m0 + m] : T{});
+      if (cs.K == 0 || mc == 0) continue;  // nothing to add to the bias
       if (pointwise) {
-        gemm_acc(cs.Mg, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
+        gemm_acc(mc, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
         continue;
       }
       if constexpr (std::is_same_v<T, float>) {
         if (from_x) {
           const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
-          // sgemm_runs(Mg, OW) holds for every product of OW columns or more.
-          if (!sgemm_packing(cs.Mg, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
+          // sgemm_runs(m, OW) holds for every product of OW columns or more, for m >= 1.
+          if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
                              yg + r0 * OW, cs.P))
-            fail("Conv: the runtime's sgemm declined a " + std::to_string(cs.Mg) + " x " + std::to_string(panels.n) +
+            fail("Conv: the runtime's sgemm declined a " + std::to_string(mc) + " x " + std::to_string(panels.n) +
                  " product it runs");
           continue;
         }
@@ -310,7 +345,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
       for (int64_t t0 = r0; t0 < r1; t0 += height) {
         const int64_t t1 = std::min(r1, t0 + height), n_cols = (t1 - t0) * OW;
         im2col_rows(xg, cs.Cg, w, t0, t1, col);
-        gemm_acc(cs.Mg, n_cols, cs.K, wg, col, n_cols, yg + t0 * OW, cs.P);
+        gemm_acc(mc, n_cols, cs.K, wg, col, n_cols, yg + t0 * OW, cs.P);
       }
     }
   });
