@@ -332,7 +332,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
       if constexpr (std::is_same_v<T, float>) {
         if (from_x) {
           const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
-          // sgemm_runs(m, OW) holds for every product of OW columns or more, for m >= 1.
+          // sgemm_runs(Mg, OW) held, so it holds for every product of OW columns or more and Mg rows or fewer.
           if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
                              yg + r0 * OW, cs.P))
             fail("Conv: the runtime's sgemm declined a " + std::to_string(mc) + " x " + std::to_string(panels.n) +
