@@ -259,7 +259,7 @@ TEST(IntraOpKernels, ConvWithFewRowsSplitsItsChannels) {
       {"STFT: 257 filters of 512 taps, stride 160, 8 positions", {1, 1, 1760}, 257, 512, 160},
       {"STFT split for its weights alone: 258 filters of 256 taps, 3 positions", {1, 1, 576}, 258, 256, 128},
       {"1x1 on one row of 4 positions, 600 channels", {1, 512, 1, 4}, 600, 1, 1},
-      {"1x1 on 2 rows (3 threads: 2 ranges of 2 blocks)", {1, 512, 2, 2}, 320, 1, 1},
+      {"1x1 on 2 rows (3 threads: 2 ranges of 2 blocks)", {1, 512, 2, 2}, 600, 1, 1},
       {"one output position, im2col and a gemm", {1, 4, 600}, 520, 600, 1},
   };
   for (const Case& c : cases) {
