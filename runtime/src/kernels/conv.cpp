@@ -264,7 +264,10 @@ constexpr int64_t kChannelBlock = kSplitGemmAlign;
 // runs at 2 threads went from 0.119 to 0.100 ms. Each block computes its
 // channels of the rows, packing the same columns of X on its own: a
 // product's packing is a small part of it when it has channels enough to
-// split.
+// split. (Run whole, the 1x1 and im2col products would split by rows in
+// blas_gemm for their arithmetic; the runtime's sgemm fed from X would not,
+// and none would for weights alone. At most Mg / kChannelBlock blocks:
+// their starts are kChannelBlock or more apart, so none is empty.)
 int64_t channel_blocks(const ConvShape& cs, int64_t ranges, int64_t element_bytes) {
   const int64_t threads = detail::intra_op_threads();
   const int64_t weight_bytes = element_bytes * cs.M * cs.K;
@@ -324,7 +327,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
       T* yg = y + (n * cs.M + g * cs.Mg + m0) * cs.P;
       for (int64_t m = 0; m < mc; ++m)
         fill_value(yg + m * cs.P + r0 * OW, (r1 - r0) * OW, bias ? bias[g * cs.Mg + m0 + m] : T{});
-      if (cs.K == 0 || mc == 0) continue;  // nothing to add to the bias
+      if (cs.K == 0) continue;  // nothing to add to the bias
       if (pointwise) {
         gemm_acc(mc, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
         continue;
