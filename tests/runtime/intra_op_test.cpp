@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -18,6 +19,7 @@
 
 #include "epprof/rt/session.h"
 #include "intra_op.h"
+#include "kernels/element_split.h"
 #include "test_models.h"
 
 namespace {
@@ -217,7 +219,11 @@ TEST(IntraOpKernels, ConvMatchesOneThread) {
       {"groups, stride 2, 3 images", 3, 16, 21, 19, 24, 4, 3, 2, 1},
       {"depthwise", 2, 24, 30, 30, 24, 24, 3, 1, 1},
       {"depthwise, 2 outputs per channel, stride 2", 1, 12, 33, 31, 24, 12, 5, 2, 2},
-      {"depthwise split by rows, 2 outputs per channel, stride 2", 1, 16, 66, 62, 32, 16, 5, 2, 2},
+      {"depthwise split by rows, 2 outputs per channel, stride 2", 1, 16, 70, 62, 32, 16, 5, 2, 2},
+      // Planes under 16 KB split by planes (detail::split_by_planes).
+      {"depthwise on small planes, ppocr_v4_rec's", 1, 240, 12, 40, 240, 240, 3, 1, 1},
+      {"small planes, 72 channels in blocks of 40 and 32", 1, 72, 32, 8, 72, 1, 3, 1, 1},
+      {"small planes, 1x1, 96 channels", 1, 64, 12, 4, 96, 1, 1, 1, 0},
       {"pointwise, 2 images", 2, 16, 30, 30, 40, 1, 1, 1, 0},
       {"pointwise with groups", 1, 32, 17, 17, 64, 2, 1, 1, 0},
       {"one output row", 1, 8, 3, 50, 8, 1, 3, 1, 0},
@@ -282,9 +288,10 @@ TEST(IntraOpKernels, ConvWithFewRowsSplitsItsChannels) {
   }
 }
 
-// MaxPool splits its output rows of every plane; a FusedConv whose
-// activation the gemm path leaves to a pass after it (Z and Relu on a 1x1
-// conv) splits that pass by positions of every plane.
+// MaxPool splits its output rows of every plane, or its planes when they
+// are small; a FusedConv whose activation the gemm path leaves to a pass
+// after it (Z and Relu on a 1x1 conv) splits that pass as element_split.h
+// says.
 TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
   struct PoolCase {
     const char* what;
@@ -293,6 +300,7 @@ TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
   const PoolCase pools[] = {
       {"3x3/2 pad 1, odd output rows", 8, 63, 70, 3, 2, 1},
       {"2x2/2, the CNN's", 32, 64, 64, 2, 2, 0},
+      {"3x3/2 on small planes, split by planes", 96, 24, 24, 3, 2, 1},
   };
   for (const PoolCase& c : pools) {
     SCOPED_TRACE(c.what);
@@ -319,6 +327,117 @@ TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
     rtt::add_node(m, "Relu", "relu", {"S"}, {"Y"});
     expect_same_for_all_thread_counts(
         rtt::bytes(m), {{"X", random_tensor({1, 16, 48, 48}, 8)}, {"Z", random_tensor({1, 24, 48, 48}, 9)}});
+  }
+}
+
+// Element-wise ops split their tensor as the spatial kernels split it
+// (element_split.h): small NCHW planes by planes, large ones by rows of
+// every plane, any other shape in contiguous ranges of 16 elements.
+TEST(IntraOp, SplitElementsRunsOverEveryElementOnce) {
+  using epprof::rt::kernels::split_elements;
+  struct Case {
+    Shape shape;
+    const char* split;  // "planes", "rows", "contiguous" or "whole"
+  };
+  const Case cases[] = {
+      {{1, 240, 12, 40}, "planes"},      // 1,920-byte planes
+      {{1, 7, 70, 70}, "rows"},          // 19,600-byte planes
+      {{1, 1, 200, 200}, "rows"},        // one plane: fewer planes than threads
+      {{4, 40000}, "contiguous"},
+      {{1, 64, 5001}, "contiguous"},
+      {{2, 8, 4, 5, 100}, "planes"},     // rank 5: planes of dims 0 and 1
+      {{1, 8, 8, 8}, "whole"},           // 16 KB read and written: too little to split
+  };
+  for (int threads : {1, 2, 3}) {
+    std::unique_ptr<IntraOpPool> pool = threads > 1 ? std::make_unique<IntraOpPool>(threads) : nullptr;
+    const IntraOpScope scope(pool.get());
+    for (const Case& c : cases) {
+      SCOPED_TRACE(shape_to_string(c.shape) + " at " + std::to_string(threads) + " threads");
+      const int64_t n = shape_size(c.shape), plane = n / (c.shape[0] * c.shape[1]);
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> runs;
+      split_elements(c.shape, 4, 8 * n, [&](int64_t begin, int64_t count) {
+        for (int64_t i = begin; i < begin + count; ++i) seen[static_cast<size_t>(i)].fetch_add(1);
+        const std::lock_guard<std::mutex> lock(mu);
+        runs.emplace_back(begin, count);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)].load(), 1) << "element " << i;
+      const std::string split = threads == 1 ? "whole" : c.split;
+      if (split == "whole") {
+        ASSERT_EQ(runs.size(), 1u);
+        continue;
+      }
+      EXPECT_GT(runs.size(), 1u);
+      for (const auto& r : runs) {
+        if (split == "planes") {
+          EXPECT_EQ(r.first % plane, 0) << "a run starts inside a plane";
+          EXPECT_EQ(r.second % plane, 0) << "a run ends inside a plane";
+        } else if (split == "rows") {
+          EXPECT_LE(r.second, plane) << "a run crosses planes";
+          EXPECT_EQ(r.second % c.shape.back(), 0) << "a run ends inside a row";
+        } else {
+          EXPECT_EQ(r.first % 16, 0) << "a run starts inside a 64-byte block";
+        }
+      }
+    }
+  }
+}
+
+// Element-wise ops after a small-plane Conv, on large planes, and on shapes
+// of other ranks give the 1-thread results: the same-shape and scalar
+// binary ops, a broadcast one (not split), Clip and a unary function.
+TEST(IntraOpKernels, ElementwiseOpsMatchOneThread) {
+  const Shape shapes[] = {{1, 240, 12, 40}, {1, 8, 128, 128}, {4, 40000}, {1, 64, 5000}};
+  for (const Shape& x : shapes) {
+    SCOPED_TRACE(shape_to_string(x));
+    Shape per_row(x.size(), 1);
+    per_row[1] = x[1];
+    auto m = rtt::make_model(13);
+    rtt::add_io(m, true, "X", x);
+    rtt::add_io(m, false, "Y", x);
+    rtt::add_float_init(m, "s", {1}, {0.75f});
+    rtt::add_float_init(m, "r", per_row, random_values(static_cast<size_t>(x[1]), 21));
+    rtt::add_float_init(m, "lo", {}, {-0.5f});
+    rtt::add_float_init(m, "hi", {}, {1.5f});
+    rtt::add_node(m, "Mul", "scale", {"s", "X"}, {"A"});
+    rtt::add_node(m, "Add", "residual", {"A", "X"}, {"B"});
+    rtt::add_node(m, "Sub", "per_row", {"B", "r"}, {"C"});
+    rtt::add_node(m, "Clip", "clip", {"C", "lo", "hi"}, {"D"});
+    rtt::add_node(m, "Sigmoid", "sigmoid", {"D"}, {"Y"});
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor(x, 22)}});
+  }
+}
+
+// An element function that throws in one of the split's ranges (integer
+// division by zero) fails the run with its message, and the next run works.
+TEST(IntraOpKernels, AnErrorInASplitElementwiseOpReachesTheCaller) {
+  const Shape x{1, 64, 32, 32};
+  auto m = rtt::make_model(13);
+  rtt::add_io(m, true, "A", x, onnx::TensorProto::INT32);
+  rtt::add_io(m, true, "B", x, onnx::TensorProto::INT32);
+  rtt::add_io(m, false, "Y", x, onnx::TensorProto::INT32);
+  rtt::add_node(m, "Div", "div", {"A", "B"}, {"Y"});
+  Tensor a(DataType::Int32, x), b(DataType::Int32, x);
+  for (int64_t i = 0; i < a.size(); ++i) {
+    a.mutable_data<int32_t>()[i] = int32_t(i);
+    b.mutable_data<int32_t>()[i] = 3;
+  }
+  Tensor zero_late = b.clone();
+  zero_late.mutable_data<int32_t>()[a.size() - 5] = 0;  // in the last range, another thread's
+  for (int threads : {2, 3}) {
+    SessionOptions so;
+    so.intra_op_threads = threads;
+    Session s = Session::from_bytes(rtt::bytes(m), so);
+    try {
+      s.run({{"A", a}, {"B", zero_late}});
+      ADD_FAILURE() << "no error at " << threads << " threads";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+    }
+    const std::vector<Tensor> y = s.run({{"A", a}, {"B", b}});
+    ASSERT_EQ(y.size(), 1u);
+    for (int64_t i = 0; i < a.size(); ++i) ASSERT_EQ(y[0].data<int32_t>()[i], int32_t(i / 3)) << "element " << i;
   }
 }
 

@@ -26,6 +26,7 @@
 #include "kernels/common.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/element_split.h"
 #include "kernels/matmul_util.h"
 #include "kernels/sgemm.h"
 #include "kernels/simd.h"
@@ -133,7 +134,9 @@ EPPROF_SIMD_CLONES void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, 
 // Across the intra-op threads the output rows are split into ranges, each
 // range computing its rows of every plane (from the phase rows they read,
 // in scratch of its own), as the Conv before it split its rows
-// (detail::kMinSplitBytes). With one range, a range is the whole plane.
+// (detail::kMinSplitBytes); or, when X's planes are small, the planes are
+// (detail::split_by_planes), each range computing all rows of its planes.
+// With one range, a range is the whole plane.
 template <typename T>
 void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
   const Window& w = cs.w;
@@ -141,8 +144,12 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
   const int64_t sh = w.s[1], sw = w.s[2], dh = w.d[1], dw = w.d[2], pt = w.pb[1], pl = w.pb[2];
   if (OH == 0 || OW == 0) return;
   const int64_t planes = cs.N * cs.C;
-  const int64_t ranges = conv_row_ranges(cs, OH, int64_t(sizeof(T)));
-  const int64_t range_rows = (OH + ranges - 1) / ranges;  // the most output rows a range has
+  // Ranges of rows, or of planes when X's are small, as the kernel that
+  // wrote X split it (detail::split_by_planes).
+  const int64_t split = conv_row_ranges(cs, OH, int64_t(sizeof(T)));
+  const bool by_rows = split == 1 || !detail::split_by_planes(planes, H * W * int64_t(sizeof(T)));
+  const int64_t ranges = by_rows ? split : detail::intra_op_ranges(planes, 1);
+  const int64_t range_rows = by_rows ? (OH + ranges - 1) / ranges : OH;  // the most output rows a range has
   const int64_t Hpad = (range_rows - 1) * sh + (KH - 1) * dh + 1, Wpad = (OW - 1) * sw + (KW - 1) * dw + 1;
   const int64_t Hq = (Hpad + sh - 1) / sh, Wq = (Wpad + sw - 1) / sw;
   const int64_t phase_plane = (Hq + 1) * Wq, phases = sh * sw;
@@ -154,12 +161,13 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
       tap_at[static_cast<size_t>(kh * KW + kw)] = (r % sh * sw + c % sw) * phase_plane + r / sh * Wq + c / sw;
     }
   const memory::Scratch<T> scratch(static_cast<size_t>(ranges * range_floats));
-  detail::parallel_for_ranges(OH, ranges, [&](int64_t range, int64_t oh0, int64_t oh1) {
+  detail::parallel_for_ranges(by_rows ? OH : planes, ranges, [&](int64_t range, int64_t begin, int64_t end) {
     T* const phased = scratch.get() + range * range_floats;
     T* const run = phased + phases * phase_plane;
-    const int64_t rows = oh1 - oh0;
+    const int64_t oh0 = by_rows ? begin : 0, rows = by_rows ? end - begin : OH;
+    const int64_t p0 = by_rows ? 0 : begin, p1 = by_rows ? planes : end;
     std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
-    for (int64_t plane = 0; plane < planes; ++plane) {  // image plane / C, input channel plane % C
+    for (int64_t plane = p0; plane < p1; ++plane) {  // image plane / C, input channel plane % C
       const T* xc = x + plane * H * W;
       for (int64_t rp = 0; rp < sh; ++rp)
         for (int64_t i = 0; i <= Hq; ++i) {  // the spare row too
@@ -249,8 +257,12 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 constexpr int64_t kColTileBytes = 512 << 10;
 
 // Output channels a channel block of the gemm lowering starts on a
-// multiple of, and holds at least: the height of the gemms' row blocks.
-constexpr int64_t kChannelBlock = kSplitGemmAlign;
+// multiple of (the nearest one to an even split), and holds at least: the
+// rows of the AVX-512 sgemm's register tile. Blocks of 32, whole row blocks
+// of every kernel (kSplitGemmAlign), split oww_embedding's 72 and 96
+// channels 64 + 8 and 64 + 32, and on two threads its Convs took 45-70%
+// longer than split by rows.
+constexpr int64_t kChannelBlock = 8;
 
 // How many blocks of output channels each of the gemm lowering's `ranges`
 // ranges of rows splits into: 1, unless there are fewer ranges than threads
@@ -279,7 +291,9 @@ int64_t channel_blocks(const ConvShape& cs, int64_t ranges, int64_t element_byte
 // The gemm lowering. Every image's every group's output rows, in order, are
 // split into ranges across the intra-op threads (one range with one
 // thread), and when there are fewer ranges than threads each range's output
-// channels into blocks (channel_blocks); a task, one range's block, sets
+// channels into blocks (channel_blocks); one image of small output planes
+// splits by channel blocks alone (detail::split_by_planes), as the
+// element-wise ops after it split Y by planes. A task, one range's block, sets
 // its rows of its channels of Y to the bias (null: zero), then im2cols a
 // tile of its rows at a time into its own scratch and gemms it onto Y's
 // matching columns, which no other task writes. The bias
@@ -303,8 +317,14 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
   const int64_t row_bytes = int64_t(sizeof(T)) * std::max<int64_t>(cs.K * OW, 1);  // of im2col, per output row
   const int64_t tile_rows = pointwise ? rows : std::clamp<int64_t>(kColTileBytes / row_bytes, 1, rows);
   const int64_t units = cs.N * cs.group * rows;
-  const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(T)));
-  const int64_t blocks = channel_blocks(cs, ranges, int64_t(sizeof(T))), tasks = ranges * blocks;
+  const int64_t split = conv_row_ranges(cs, units, int64_t(sizeof(T)));
+  // One image of small planes splits by channels alone (detail::split_by_planes).
+  const bool by_channels = split > 1 && units == rows && cs.Mg >= 2 * kChannelBlock &&
+                           detail::split_by_planes(cs.M, rows * OW * int64_t(sizeof(T)));
+  const int64_t ranges = by_channels ? 1 : split;
+  const int64_t blocks = by_channels ? std::min<int64_t>(cs.Mg / kChannelBlock, detail::intra_op_threads())
+                                     : channel_blocks(cs, ranges, int64_t(sizeof(T)));
+  const int64_t tasks = ranges * blocks;
   // Each task's tiles, one after another. Uninitialised: im2col_rows writes every element of a tile.
   const int64_t task_col =
       pointwise || from_x ? 0 : cs.K * std::min(tile_rows, (units + ranges - 1) / ranges) * OW;
@@ -314,7 +334,7 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
     const int64_t begin = units * range / ranges, end = units * (range + 1) / ranges;
     // Channels [m0, m1) of each group, blocks starting on kChannelBlock.
     auto block_start = [&](int64_t b) {
-      return b == blocks ? cs.Mg : (cs.Mg * b / blocks + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
+      return b == blocks ? cs.Mg : (cs.Mg * b / blocks + kChannelBlock / 2) / kChannelBlock * kChannelBlock;
     };
     const int64_t m0 = block_start(block), m1 = block_start(block + 1), mc = m1 - m0;
     T* col = cols.get() + task * task_col;
@@ -502,23 +522,17 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
     bool finished = false;
     Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
     if (!finished && (z || e.act != Activation::kNone)) {
-      // By positions of every plane, one range per thread when there are
-      // elements enough: the rows the conv split (conv_row_ranges) go to the
-      // threads that wrote them.
-      const int64_t planes = y.dim(0) * y.dim(1), plane = planes ? y.size() / planes : 0;
+      // Split as the conv split Y (element_split.h): each thread reads
+      // what it wrote.
       float* yd = y.mutable_data<float>();
       const float* zd = z ? z->data<float>() : nullptr;
       const int64_t bytes = int64_t(sizeof(float)) * (z ? 2 : 1) * y.size();
-      detail::parallel_for_ranges(plane, detail::intra_op_ranges(plane, 1, y.size(), bytes),
-                                  [&](int64_t, int64_t q0, int64_t q1) {
-                                    for (int64_t p = 0; p < planes; ++p) {
-                                      float* yr = yd + p * plane + q0;
-                                      if (zd)
-                                        apply_epilogue<true>(yr, zd + p * plane + q0, q1 - q0, e);
-                                      else
-                                        apply_epilogue<false>(yr, nullptr, q1 - q0, e);
-                                    }
-                                  });
+      split_elements(y.shape(), int64_t(sizeof(float)), bytes, [&](int64_t begin, int64_t count) {
+        if (zd)
+          apply_epilogue<true>(yd + begin, zd + begin, count, e);
+        else
+          apply_epilogue<false>(yd + begin, nullptr, count, e);
+      });
     }
     ctx.outputs[0] = std::move(y);
   });

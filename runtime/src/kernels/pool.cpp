@@ -245,18 +245,25 @@ EPPROF_SIMD_CLONES void max_pool_rows(const T* x, T* y, int64_t planes, int64_t 
   }
 }
 
-// Split across the intra-op threads by output rows of every plane, as the
-// Conv before it split its output (detail::kMinSplitBytes), when there are
-// taps or data enough.
+// Split across the intra-op threads, when there are taps or data enough,
+// as the Conv before it split X (detail::split_by_planes, X's planes): by
+// output rows of every plane, or by planes when they are small.
 template <typename T>
 void max_pool_values(const Tensor& x, const Window& w, Tensor& out) {
   const MaxPoolPlan plan(w);
   const int64_t planes = x.dim(0) * x.dim(1), rows = w.out[0] * w.out[1];
-  const int64_t ranges = detail::intra_op_ranges(rows, 1, planes * w.out_size() * w.k_size(),
-                                                 int64_t(sizeof(T)) * (x.size() + out.size()));
+  const int64_t macs = planes * w.out_size() * w.k_size(), bytes = int64_t(sizeof(T)) * (x.size() + out.size());
   const T* xd = x.data<T>();
   T* yd = out.mutable_data<T>();
-  detail::parallel_for_ranges(rows, ranges, [&](int64_t, int64_t r0, int64_t r1) {
+  if (detail::split_by_planes(planes, int64_t(sizeof(T)) * w.in_size())) {
+    const int64_t in_plane = w.in_size(), out_plane = w.out_size();
+    detail::parallel_for_ranges(planes, detail::intra_op_ranges(planes, 1, macs, bytes),
+                                [&](int64_t, int64_t p0, int64_t p1) {
+                                  max_pool_rows<T>(xd + p0 * in_plane, yd + p0 * out_plane, p1 - p0, 0, rows, w, plan);
+                                });
+    return;
+  }
+  detail::parallel_for_ranges(rows, detail::intra_op_ranges(rows, 1, macs, bytes), [&](int64_t, int64_t r0, int64_t r1) {
     max_pool_rows<T>(xd, yd, planes, r0, r1, w, plan);
   });
 }

@@ -9,6 +9,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/common.h"
+#include "kernels/element_split.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/simd.h"
 #include "kernels/vector_math.h"
@@ -31,7 +32,7 @@ std::unique_ptr<Kernel> unary(const Node& node, F f) {
         Tensor out = Tensor::uninitialized(x.dtype(), x.shape());
         const T* in = x.data<T>();
         T* o = out.mutable_data<T>();
-        transform_elements(in, o, x.size(), [&f](T v) { return from_compute<T>(f(to_compute(v))); });
+        transform_split(in, o, x.shape(), [&f](T v) { return from_compute<T>(f(to_compute(v))); });
         ctx.outputs[0] = std::move(out);
       }
     });
@@ -254,8 +255,8 @@ std::unique_ptr<Kernel> make_clip(const Node& node) {
         T* o = out.mutable_data<T>();
         // In the CPU's widest SIMD (simd.h): as a plain loop it was built for
         // baseline SSE2.
-        transform_elements(in, o, x.size(),
-                           [lo, hi](T v) { return from_compute<T>(activation::clip(to_compute(v), lo, hi)); });
+        transform_split(in, o, x.shape(),
+                        [lo, hi](T v) { return from_compute<T>(activation::clip(to_compute(v), lo, hi)); });
         ctx.outputs[0] = std::move(out);
       }
     });
