@@ -125,7 +125,8 @@ inline int64_t intra_op_ranges(int64_t units, int64_t per_thread, int64_t macs, 
 // ranges of each plane's rows. The spatial kernels (Conv's depthwise loop
 // and gemm lowering, MaxPool) and the element-wise ops (element_split.h)
 // all ask this, so that a kernel splits a tensor as the one that wrote it
-// did and each thread reads its own core's cache (kMinSplitBytes).
+// did and each thread reads its own core's cache (kMinSplitBytes). Conv's
+// implicit GEMM (conv_direct.h, AVX-512) does not: it splits by rows.
 // Splitting the rows of a small plane gives each thread short strided runs,
 // and the lines at the boundaries to both: ppocr_v4_rec's depthwise Conv,
 // scalar Mul and Add on [1,240,12,40] (1,920-byte planes, the boundary on
