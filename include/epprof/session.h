@@ -184,9 +184,11 @@ typedef struct epprof_session_config {
   uint64_t watermark_bytes;
   epprof_session_callback_fn callback; /* may be NULL when trace_path is set */
   void* callback_user_data;
-  /* Also write the accepted records as a Chrome trace here (through the
-   * trace writer of epprof_profiler), when the session is destroyed. The
-   * directory is checked at create. NULL: no trace. */
+  /* Also write the accepted records as a trace here, when the session is
+   * destroyed: through the same way out as epprof_profiler's traces, a
+   * Chrome trace, or a SQLite database when the path ends in .db, .sqlite
+   * or .sqlite3 (as EPPROF_TRACE_FORMAT_AUTO). The directory is checked at
+   * create. NULL: no trace. */
   const char* trace_path;
 
   /* -- filters -- */

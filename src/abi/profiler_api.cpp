@@ -329,7 +329,7 @@ EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* c
   if (c.trace_format > EPPROF_TRACE_FORMAT_SQLITE)
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": unknown trace_format " +
                                                     std::to_string(c.trace_format));
-  core::ProfilerConfig pc;
+  core::ScopeConfig pc;
   pc.trace_path = c.trace_path;
   pc.sqlite = c.trace_format == EPPROF_TRACE_FORMAT_SQLITE ||
               (c.trace_format == EPPROF_TRACE_FORMAT_AUTO && tracedb::is_database_path(pc.trace_path));
@@ -453,7 +453,7 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
     abi::g_profilers.slot_of(profiler.handle).extra.hot.store(0, std::memory_order_release);
     doomed.reset(abi::g_profilers.remove_locked(profiler.handle));
   }
-  (void)scope::take_annotations(doomed.get());  // never written: drop them
+  (void)scope::take_annotations(&doomed->recording());  // never written: drop them
   return nullptr;  // `doomed` releases EP instances outside the lock
   EPPROF_API_END
 }
@@ -472,7 +472,7 @@ EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint
   const auto lock = abi::g_profilers.lock();
   core::Profiler* p = abi::find(profiler);
   if (!p) return abi::not_found(fn);
-  scope::annotate(p, correlation_id, std::move(notes));
+  scope::annotate(&p->recording(), correlation_id, std::move(notes));
   return nullptr;
   EPPROF_API_END
 }

@@ -14,24 +14,8 @@
 #include "io/atomic_file.h"
 
 namespace epprof::core {
-namespace {
 
-std::string directory_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
-
-Profiler::Profiler(ProfilerConfig config)
-    : config_(std::move(config)),
-      recorder_(config_.memory_budget_bytes, config_.disk_budget_bytes,
-                config_.spill_dir.empty() ? directory_of(config_.trace_path) : config_.spill_dir) {
-  std::string error;
-  file_ = io::AtomicFile::create(config_.trace_path, &error);
-  if (!file_) throw std::runtime_error(error);
-}
+Profiler::Profiler(ScopeConfig config) : recording_(std::move(config)) {}
 
 Profiler::~Profiler() = default;
 
@@ -41,38 +25,15 @@ void Profiler::add_ep(std::unique_ptr<EpHooks> ep) {
   eps_.push_back(std::move(ep));
 }
 
-void Profiler::set_metadata(std::string key, std::string value) {
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  for (auto& kv : metadata_) {
-    if (kv.first == key) {
-      kv.second = std::move(value);
-      return;
-    }
-  }
-  metadata_.emplace_back(std::move(key), std::move(value));
-}
-
 void Profiler::start() {
-  // T0 on both clocks: the wall-clock reading is bracketed by two monotonic
-  // ones so traces from several processes can be aligned.
-  int64_t m0 = monotonic_ns();
-  t0_epoch_ns_ = realtime_ns();
-  int64_t m1 = monotonic_ns();
-  t0_epoch_ns_ -= (m1 - m0) / 2;
-  start_pair_ = read_clock_pair();
-  provisional_ = TickConverter(start_pair_, nominal_ns_per_tick());
+  recording_.start();
   state_.store(State::kRunning, std::memory_order_release);
-  for (auto& ep : eps_) ep->start_profiling(start_pair_.ns);
+  for (auto& ep : eps_) ep->start_profiling(recording_.start_pair().ns);
 }
 
 void Profiler::stop() {
-  stop_pair_ = read_clock_pair();
+  recording_.stop();
   state_.store(State::kStopped, std::memory_order_release);
-}
-
-std::vector<std::pair<std::string, std::string>> Profiler::metadata() const {
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  return metadata_;
 }
 
 epprof_status* Profiler::too_deep() const noexcept {
@@ -88,22 +49,6 @@ epprof_status* Profiler::mismatched_end(const ThreadStream& s, uint64_t id) cons
                               " is not the innermost open event on this thread (that is " +
                               std::to_string(s.innermost().correlation_id) +
                               "); events must be properly nested"); });
-}
-
-epprof_status* Profiler::write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur,
-                                         uint8_t flags, const epprof_arg* args,
-                                         size_t num_args, const char* fn) noexcept {
-  // Validate and size everything before writing anything.
-  ArgPlan plan;
-  if (epprof_status* st = plan_args(fn, args, num_args, /*sets_allowed=*/true, plan))
-    return st;
-  const uint32_t slots = uint32_t(slots_for_bytes(plan.bytes));
-  Record* r = recorder_.reserve(s, 1 + slots);
-  *r = Record{o.ts, dur, o.correlation_id, o.name, o.category, flags, uint16_t(slots)};
-  auto* p = reinterpret_cast<unsigned char*>(r + 1);
-  std::memset(p, 0, size_t(slots) * kSlotBytes);
-  encode_args(p, args, num_args, plan);
-  return nullptr;
 }
 
 void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
@@ -131,27 +76,12 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
                          name ? name->c_str() : "",
                          pid_,
                          s.tid,
-                         provisional_.to_ns(o.ts) - start_pair_.ns,
-                         provisional_.duration_ns(end_ticks - o.ts),
+                         recording_.provisional().to_ns(o.ts) - recording_.start_pair().ns,
+                         recording_.provisional().duration_ns(end_ticks - o.ts),
                          o.correlation_id,
                          args,
                          num_args};
   for (auto& ep : eps_) ep->stop_event(ended);
-}
-
-epprof_status* Profiler::record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
-                                int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
-                                size_t num_args) noexcept {
-  // Host-clock ns back to ticks, so every record shares one time base.
-  const double tpn = 1.0 / provisional_.ns_per_tick();
-  const uint64_t ts = start_pair_.ticks + uint64_t(int64_t(double(start_ns - start_pair_.ns) * tpn));
-  OpenEvent o{ts, id, name, category};
-  if (num_args == 0) {
-    Record* r = recorder_.reserve(s, 1);
-    *r = Record{ts, uint64_t(dur_ns), id, name, category, kRecordDurationNs, 0};
-    return nullptr;
-  }
-  return write_with_args(s, o, uint64_t(dur_ns), kRecordDurationNs, args, num_args);
 }
 
 epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t category, uint64_t first_id,

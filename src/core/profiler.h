@@ -1,5 +1,7 @@
-// A profiler: one profiling scope. It owns the recorder of its host events,
-// its EP profiler instances, and at stop builds the timeline and writes it.
+// A profiler: one profiling scope as the C API drives it. It records host
+// events into its Recording (core/recording.h: recorder, clock, trace file,
+// metadata) on the hot paths below, and owns its EP profiler instances;
+// at stop the way out (src/scope/) writes the recording.
 #pragma once
 
 #include <unistd.h>
@@ -17,31 +19,10 @@
 #include "core/intern.h"
 #include "core/name_filter.h"
 #include "core/recorder.h"
+#include "core/recording.h"
 #include "epprof/profiler.h"
 
-namespace epprof::io {
-class AtomicFile;
-}
-
 namespace epprof::core {
-
-// What the trace leaves out (epprof_trace_filter); scope/trace_filter.*
-// applies it on the way out.
-struct TraceFilterSettings {
-  uint32_t categories = 0;  // bit (1u << epprof_category) per category kept; 0: all
-  NameFilter names;
-};
-
-struct ProfilerConfig {
-  std::string trace_path;
-  std::string scope_name = "profile";
-  uint64_t memory_budget_bytes = 64ull << 20;
-  uint64_t disk_budget_bytes = 16ull << 30;
-  std::string spill_dir;
-  bool integer_timestamps = false;
-  bool sqlite = false;  // a SQLite database rather than JSON
-  std::shared_ptr<const TraceFilterSettings> filter;  // nullptr: the trace is whole
-};
 
 // What an event needs to know about its profiler, kept in one word beside
 // its handle so an event does not read the Profiler itself.
@@ -77,7 +58,7 @@ class Profiler {
 
   // Opens the temporary trace file now, so an unwritable path fails here.
   // Throws std::runtime_error with a message naming the path on failure.
-  explicit Profiler(ProfilerConfig config);
+  explicit Profiler(ScopeConfig config);
   ~Profiler();
 
   uint64_t handle() const { return handle_; }
@@ -90,24 +71,18 @@ class Profiler {
   // Whether an EP profiler wants start_event / stop_event calls.
   bool eps_want_events() const { return eps_want_events_; }
   bool eps_want_stop() const { return eps_want_stop_; }
-  void set_metadata(std::string key, std::string value);
+  void set_metadata(std::string key, std::string value) { recording_.set_metadata(std::move(key), std::move(value)); }
 
   void start();
   // Ends recording; scope::write_trace (src/scope/) then writes the trace.
   void stop();
 
   // ---- for the way out (src/scope/), once stopped ----
-  const ProfilerConfig& config() const { return config_; }
-  ClockPair start_pair() const { return start_pair_; }
-  ClockPair stop_pair() const { return stop_pair_; }
-  int64_t t0_epoch_ns() const { return t0_epoch_ns_; }
+  const ScopeConfig& config() const { return recording_.config(); }
+  Recording& recording() { return recording_; }
   const std::vector<std::unique_ptr<EpHooks>>& eps() const { return eps_; }
-  Recorder& recorder() { return recorder_; }
-  io::AtomicFile& file() { return *file_; }
-  // The host's metadata (set_metadata), in the order first set.
-  std::vector<std::pair<std::string, std::string>> metadata() const;
 
-  ThreadStream* add_thread(int64_t tid) { return recorder_.add_thread(tid); }
+  ThreadStream* add_thread(int64_t tid) { return recording_.add_thread(tid); }
 
   // ---- hot path; the caller has checked the handle and the state, and
   // passes the handle's hot word (kHot*: EP callbacks wanted, TSC ticks) ----
@@ -127,7 +102,7 @@ class Profiler {
     const OpenEvent o = s.innermost();
     const uint32_t set = lone_set(args, num_args);
     if (num_args == 0 || (set && known_set(s, set))) {
-      emit(recorder_.reserve(s, set ? 2 : 1), o, t, set);
+      emit(recording_.recorder().reserve(s, set ? 2 : 1), o, t, set);
     } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
@@ -169,16 +144,17 @@ class Profiler {
     return true;
   }
 
-  epprof_status* record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id,
-                        int64_t start_ns, int64_t dur_ns, const epprof_arg* args,
-                        size_t num_args) noexcept;
+  epprof_status* record(ThreadStream& s, uint8_t category, uint32_t name, uint64_t id, int64_t start_ns,
+                        int64_t dur_ns, const epprof_arg* args, size_t num_args) noexcept {
+    return recording_.record(s, category, name, id, start_ns, dur_ns, args, num_args);
+  }
 
   // A memory event (record.h: kRecordMemory): one slot, like an event; the
   // way out finds the event that owns it (the innermost one open on this
   // thread at that moment). The caller checked its arguments.
   [[gnu::always_inline]] void memory(ThreadStream& s, uint8_t kind, uint64_t allocation_id, uint64_t bytes,
                                      uint32_t device, uint8_t tag, uint32_t hot) noexcept {
-    *recorder_.reserve(s, 1) = Record{now_ticks(hot & kHotTsc), bytes, allocation_id, device, tag, kind, 0};
+    *recording_.recorder().reserve(s, 1) = Record{now_ticks(hot & kHotTsc), bytes, allocation_id, device, tag, kind, 0};
   }
   // Its straight-line case, as try_begin: TSC ticks, room in the chunk.
   [[gnu::always_inline]] static bool try_memory(ThreadStream& s, uint8_t kind, uint64_t allocation_id,
@@ -240,9 +216,11 @@ class Profiler {
   // dur is in ticks, or in ns when flags has kRecordDurationNs.
   epprof_status* write_with_args(ThreadStream& s, const OpenEvent& o, uint64_t dur, uint8_t flags,
                                  const epprof_arg* args, size_t num_args,
-                                 const char* fn = "epprof_event_end") noexcept;
+                                 const char* fn = "epprof_event_end") noexcept {
+    return recording_.write_with_args(s, o, dur, flags, args, num_args, fn);
+  }
   [[gnu::noinline]] Record* reserve_slow(ThreadStream& s, uint32_t slots) noexcept {
-    return recorder_.reserve(s, slots);
+    return recording_.recorder().reserve(s, slots);
   }
   void notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t end_ticks,
                    const epprof_arg* args, size_t num_args) noexcept;
@@ -255,20 +233,10 @@ class Profiler {
   bool eps_want_events_ = false;
   bool eps_want_stop_ = false;
 
-  ProfilerConfig config_;
   uint64_t handle_ = 0;
   const int64_t pid_ = int64_t(getpid());  // once: getpid() is a syscall
-  std::unique_ptr<io::AtomicFile> file_;
-  Recorder recorder_;
+  Recording recording_;
   std::vector<std::unique_ptr<EpHooks>> eps_;
-
-  ClockPair start_pair_{};
-  ClockPair stop_pair_{};
-  int64_t t0_epoch_ns_ = 0;
-  TickConverter provisional_;  // ticks → ns until stop has the second point
-
-  mutable std::mutex meta_mu_;
-  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 }  // namespace epprof::core

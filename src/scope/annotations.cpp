@@ -11,8 +11,8 @@ namespace epprof::scope {
 namespace {
 
 std::mutex g_mu;
-std::unordered_map<const void*, Annotations>& table() {
-  static auto* t = new std::unordered_map<const void*, Annotations>();  // outlives static dtors
+std::unordered_map<const core::Recording*, Annotations>& table() {
+  static auto* t = new std::unordered_map<const core::Recording*, Annotations>();  // outlives static dtors
   return *t;
 }
 
@@ -66,13 +66,13 @@ epprof_status* annotation_args(const char* fn, const epprof_arg* args, size_t nu
   return nullptr;
 }
 
-void annotate(const void* owner, uint64_t correlation_id, std::vector<exporter::ExtraArg> args) {
+void annotate(const core::Recording* owner, uint64_t correlation_id, std::vector<exporter::ExtraArg> args) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto& dst = table()[owner][correlation_id];
   for (auto& a : args) dst.push_back(std::move(a));
 }
 
-Annotations take_annotations(const void* owner) {
+Annotations take_annotations(const core::Recording* owner) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = table().find(owner);
   if (it == table().end()) return {};

@@ -1,7 +1,8 @@
 // Args attached after the fact to a profiler's host event, by correlation
 // id (epprof_event_annotate): counter values read around a dispatch, known
 // only once the dispatch (and its replays) completed, after the node event
-// itself was recorded. Stored per profiler until its trace is written.
+// itself was recorded. Stored per recording (a profiler's, a session's)
+// until its trace is written.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,10 @@
 #include "epprof/event.h"
 #include "epprof/status.h"
 #include "export/trace_sink.h"
+
+namespace epprof::core {
+class Recording;
+}
 
 namespace epprof::scope {
 
@@ -24,10 +29,12 @@ using Annotations = std::unordered_map<uint64_t, std::vector<exporter::ExtraArg>
 epprof_status* annotation_args(const char* fn, const epprof_arg* args, size_t num_args,
                                std::vector<exporter::ExtraArg>* out);
 
-// Appends `args` to the event `correlation_id` of the profiler at `owner`.
-void annotate(const void* owner, uint64_t correlation_id, std::vector<exporter::ExtraArg> args);
+// Appends `args` to the event `correlation_id` of `owner`.
+void annotate(const core::Recording* owner, uint64_t correlation_id, std::vector<exporter::ExtraArg> args);
 
-// Removes and returns everything stored for `owner` (empty if nothing).
-Annotations take_annotations(const void* owner);
+// Removes and returns everything stored for `owner` (empty if nothing). A
+// recording destroyed unwritten has its annotations taken, so a later one
+// at the same address starts with none.
+Annotations take_annotations(const core::Recording* owner);
 
 }  // namespace epprof::scope

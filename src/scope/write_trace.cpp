@@ -54,8 +54,8 @@ struct Counts {
 class EndOrder {
  public:
   // `filter`: what the trace leaves out; nullptr: nothing.
-  EndOrder(core::Profiler& p, const core::TickConverter& conv, int64_t pid, const DeviceEvents& device,
-           exporter::TraceSink& sink, Attribution& attribution, TraceFilter* filter)
+  EndOrder(core::Recording& p, const EpList& eps, const core::TickConverter& conv, int64_t pid,
+           const DeviceEvents& device, exporter::TraceSink& sink, Attribution& attribution, TraceFilter* filter)
       : p_(p), conv_(conv), pid_(pid), device_(device), sink_(sink), attribution_(attribution), filter_(filter),
         keep_memory_(!filter || filter->keeps(EPPROF_CATEGORY_MEMORY)),
         keep_counters_(!filter || filter->keeps(EPPROF_CATEGORY_COUNTER)),
@@ -63,7 +63,7 @@ class EndOrder {
     const DeviceRecordSubscriber* subscriber = g_subscriber.load(std::memory_order_acquire);
     if (subscriber && subscriber->wants()) {
       subscriber_ = subscriber;
-      for (const auto& ep : p.eps()) ep_names_.push_back(core::intern(ep->name()));
+      for (const auto& ep : eps) ep_names_.push_back(core::intern(ep->name()));
     }
     device_order_.resize(device.events.size());
     for (uint32_t i = 0; i < device_order_.size(); ++i) device_order_[i] = i;
@@ -254,7 +254,7 @@ class EndOrder {
     if (a && a->resolved && on_device) sink_.flow(++flow_id_, pid_, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
   }
 
-  core::Profiler& p_;
+  core::Recording& p_;
   const core::TickConverter& conv_;
   const int64_t pid_;
   const DeviceEvents& device_;
@@ -283,9 +283,9 @@ class EndOrder {
 };
 
 // Stage 5's last items: track names and the metadata record.
-void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& conv, const DeviceEvents& device,
-                               const Counts& counts, const MemoryLedger* memory, const TraceFilter* filter,
-                               int64_t pid, exporter::TraceSink& sink) {
+void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core::TickConverter& conv,
+                               const DeviceEvents& device, const Counts& counts, const MemoryLedger* memory,
+                               const TraceFilter* filter, int64_t pid, exporter::TraceSink& sink) {
   sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
   for (const auto& s : p.recorder().streams()) {
@@ -323,7 +323,6 @@ void write_tracks_and_metadata(core::Profiler& p, const core::TickConverter& con
     meta.emplace_back("spill_error", MetaValue::string(err));
   MetaValue plugins = MetaValue::object();
   MetaValue errors = MetaValue::array();
-  const auto& eps = p.eps();
   for (size_t i = 0; i < eps.size(); ++i) {
     MetaValue info = MetaValue::object();
     for (const auto& kv : device.sinks[i].metadata) info.add(kv.first, MetaValue::string(kv.second));
@@ -350,11 +349,11 @@ void subscribe_device_records(const DeviceRecordSubscriber* subscriber) noexcept
   g_subscriber.store(subscriber, std::memory_order_release);
 }
 
-std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
+std::string write_trace(core::Recording& p, const EpList& eps, epprof_trace_stats* stats) {
   const core::TickConverter conv(p.start_pair(), p.stop_pair());
   const int64_t pid = int64_t(getpid());
 
-  const DeviceEvents device = collect_device_events(p.eps(), pid);
+  const DeviceEvents device = collect_device_events(eps, pid);
   Attribution attribution(device);
   std::unique_ptr<exporter::TraceSink> sink_owner;
   if (p.config().sqlite)
@@ -365,7 +364,7 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
   std::unique_ptr<TraceFilter> filter;
   if (p.config().filter) filter = std::make_unique<TraceFilter>(*p.config().filter);
   Counts counts;
-  EndOrder order(p, conv, pid, device, sink, attribution, filter.get());
+  EndOrder order(p, eps, conv, pid, device, sink, attribution, filter.get());
   counts.host_events = order.run();
   counts.device_events = device.events.size();
   if (filter) {
@@ -374,8 +373,8 @@ std::string write_trace(core::Profiler& p, epprof_trace_stats* stats) {
   }
   counts.unattributed = attribution.unattributed();
   counts.recorder = p.recorder().stats();
-  for (const auto& ep : p.eps()) counts.plugin_errors += ep->error_count();
-  write_tracks_and_metadata(p, conv, device, counts, order.memory(), filter.get(), pid, sink);
+  for (const auto& ep : eps) counts.plugin_errors += ep->error_count();
+  write_tracks_and_metadata(p, eps, conv, device, counts, order.memory(), filter.get(), pid, sink);
 
   std::string error;
   if (!sink.finish(&error) || !p.file().commit(&error))

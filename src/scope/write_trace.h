@@ -11,7 +11,9 @@
 // and the trace file is committed last.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/profiler.h"
 #include "epprof/profiler.h"
@@ -31,9 +33,18 @@ struct DeviceRecordSubscriber {
 // `subscriber` has static storage; the last call wins. Thread-safe.
 void subscribe_device_records(const DeviceRecordSubscriber* subscriber) noexcept;
 
-// Writes the trace of `profiler`, which has stopped, into its file and
-// commits it; fills `stats` when not null. Returns an empty string, or the
-// reason the trace could not be written (naming the path).
-std::string write_trace(core::Profiler& profiler, epprof_trace_stats* stats);
+using EpList = std::vector<std::unique_ptr<core::EpHooks>>;
+
+// Writes `recording`, which has stopped, with the events of its EP
+// profilers `eps` (ended here) and the args annotated to it
+// (scope/annotations.h, keyed by the recording), into its file and commits
+// it; fills `stats` when not null. Returns an empty string, or the reason
+// the trace could not be written (naming the path).
+std::string write_trace(core::Recording& recording, const EpList& eps, epprof_trace_stats* stats);
+
+// A profiler's scope: its recording and its EP profilers.
+inline std::string write_trace(core::Profiler& profiler, epprof_trace_stats* stats) {
+  return write_trace(profiler.recording(), profiler.eps(), stats);
+}
 
 }  // namespace epprof::scope

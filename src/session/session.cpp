@@ -9,9 +9,10 @@
 #include "core/args.h"
 #include "core/intern.h"
 #include "core/log.h"
-#include "core/profiler.h"
+#include "core/recording.h"
 #include "scope/annotations.h"
 #include "scope/write_trace.h"
+#include "tracedb/schema.h"
 
 namespace epprof::session {
 bool Filters::accepts(const epprof_record& r) const noexcept {
@@ -35,10 +36,11 @@ Session::Session(SessionSettings settings, Filters filters)
     slots_[i].seq.store(i, std::memory_order_relaxed);
   batch_.resize(settings_.capacity_records);
   if (!settings_.trace_path.empty()) {
-    core::ProfilerConfig pc;
+    core::ScopeConfig pc;
     pc.trace_path = settings_.trace_path;
     pc.scope_name = "session";
-    trace_ = std::make_unique<core::Profiler>(pc);  // throws on an unwritable path
+    pc.sqlite = tracedb::is_database_path(pc.trace_path);  // as epprof_profiler's AUTO format
+    trace_ = std::make_unique<core::Recording>(pc);  // throws on an unwritable path
     trace_->start();
   }
   thread_ = std::thread([this] { delivery_loop(); });
@@ -50,13 +52,15 @@ Session::~Session() {
     quit_ = true;
   }
   cv_.notify_one();
-  if (!thread_.joinable()) return;
   // The last reference can be dropped by the session's own callback (a
   // stats query racing destroy): the thread cannot join itself.
-  if (on_delivery_thread())
-    thread_.detach();
-  else
-    thread_.join();
+  if (thread_.joinable()) {
+    if (on_delivery_thread())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+  if (trace_) (void)scope::take_annotations(trace_.get());  // a trace never written: drop them
 }
 
 bool Session::try_push(const epprof_record& r) noexcept {
@@ -347,7 +351,8 @@ void Session::flush() {
 std::string Session::write_trace() {
   if (!trace_) return {};
   trace_->stop();
-  return scope::write_trace(*trace_, nullptr);
+  static const scope::EpList kNoEpProfilers;
+  return scope::write_trace(*trace_, kNoEpProfilers, nullptr);
 }
 
 void Session::stats(epprof_session_stats& out) const {

@@ -17,7 +17,7 @@
 #include "epprof/session.h"
 
 namespace epprof::core {
-class Profiler;
+class Recording;
 struct ThreadStream;
 }  // namespace epprof::core
 
@@ -71,7 +71,7 @@ class Session {
  public:
   // Throws std::runtime_error (trace file) or std::bad_alloc.
   Session(SessionSettings settings, Filters filters);
-  ~Session();  // joins the delivery thread; does not write the trace
+  ~Session();  // joins the delivery thread; does not write the trace (write_trace does)
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -155,8 +155,10 @@ class Session {
   std::vector<unsigned char> strided_;  // batch_ in the tool's record_size, when it differs
   std::atomic<uint64_t> delivered_{0}, callback_calls_{0};
 
-  // Trace (delivery thread only, then write_trace after the join).
-  std::unique_ptr<core::Profiler> trace_;
+  // Trace (delivery thread only, then write_trace after the join): the
+  // records delivered, written by the way out (src/scope/) as a
+  // profiler's are.
+  std::unique_ptr<core::Recording> trace_;
   std::unordered_map<uint32_t, core::ThreadStream*> trace_streams_;
 
   std::thread thread_;  // last: started once everything above exists

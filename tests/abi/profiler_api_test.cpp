@@ -331,6 +331,10 @@ TEST_F(ProfilerApi, BadEventArgumentsAreRejected) {
   EPPROF_EXPECT_OK(epprof_event_end(p_, id, nullptr, 0));
   EXPECT_EQ(take(epprof_event_record(p_, EPPROF_CATEGORY_API, n, id, 0, -1, nullptr, 0)).code,
             EPPROF_INVALID_ARGUMENT);
+  // A bad arg of a recorded event is named by the call that passed it.
+  r = take(epprof_event_record(p_, EPPROF_CATEGORY_API, n, id, epprof_clock_now_ns(), 10, &bad, 1));
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_EQ(r.message.rfind("epprof_event_record:", 0), 0u) << r.message;
 }
 
 TEST_F(ProfilerApi, NestingDepthIsBounded) {

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <stdexcept>
 
+#include "report/reader.h"
+#include "report/validate.h"
 #include "session_test_util.h"
 
 namespace epprof::testing {
@@ -469,9 +472,9 @@ TEST(SessionApi, QueryDispatchAsksOnlyAcceptingSessionsAndDeliversToRecordCallba
 
 // ---- trace files ----
 
-TEST(SessionApi, WritesAccepetedRecordsToATraceWithCountersOnTheNode) {
-  TempDir dir;
-  const std::string path = dir.file("session.json");
+// A session's trace as the report library reads it, JSON or SQLite: the
+// node event with its args, and the counter sample.
+void expect_session_trace(const std::string& path) {
   epprof_session_config cfg{};
   cfg.size = sizeof cfg;
   cfg.record_size = sizeof(epprof_record);
@@ -479,25 +482,65 @@ TEST(SessionApi, WritesAccepetedRecordsToATraceWithCountersOnTheNode) {
   {
     ScopedSession s(cfg);
     const uint64_t id = epprof_correlation_id_next();
-    epprof_record batch[2] = {node_record(id, "conv1", "Conv", "CPUExecutionProvider", nullptr, 4),
-                              counter_record(id, "flops", 5000, "conv1", "Conv")};
-    EPPROF_ASSERT_OK(epprof_session_emit(batch, 2));
+    epprof_record batch[3] = {node_record(id, "conv1", "Conv", "CPUExecutionProvider", nullptr, 4),
+                              counter_record(id, "flops", 5000, "conv1", "Conv"),
+                              run_record(epprof_correlation_id_next())};
+    batch[2].ts_ns = batch[0].ts_ns - 1000;  // the run encloses the node
+    batch[2].dur_ns = batch[0].dur_ns + 2000;
+    EPPROF_ASSERT_OK(epprof_session_emit(batch, 3));
     EPPROF_ASSERT_OK(epprof_session_stop(s.get()));
   }  // destroy writes the trace
-  const auto events = read_trace(path);
-  const TraceEvent* node = nullptr;
-  const TraceEvent* counter = nullptr;
-  for (const auto& e : events) {
-    if (e.name == "conv1" && e.ph == "X") node = &e;
-    if (e.ph == "C" && e.name == "flops") counter = &e;
-  }
-  ASSERT_NE(node, nullptr);
-  EXPECT_EQ(node->cat, "Node");
-  EXPECT_EQ(node->arg("op_name"), "Conv");
-  EXPECT_EQ(node->arg("node_index"), "4");
-  EXPECT_EQ(node->arg("flops"), "5000");
-  ASSERT_NE(counter, nullptr);
-  EXPECT_NE(counter->args_json.find("5000"), std::string::npos) << counter->args_json;
+  std::string node_cat, op_name, node_index, flops, counter_args, scope;
+  int nodes = 0, counters = 0;
+  const auto rr = report::read_trace_file(path, [&](const report::Event& e, std::string*) {
+    auto arg = [&](const char* k) {
+      const report::Arg* a = e.arg(k);
+      return a ? std::string(a->value) : std::string();
+    };
+    if (e.name == "conv1" && e.ph == "X") {
+      ++nodes;
+      node_cat = std::string(e.cat);
+      op_name = arg("op_name");
+      node_index = arg("node_index");
+      flops = arg("flops");
+    } else if (e.name == "flops" && e.ph == "C") {
+      ++counters;
+      for (const report::Arg& a : e.args) counter_args += std::string(a.value) + ";";
+    } else if (e.name == "epprof_metadata") {
+      scope = arg("scope");
+    }
+    return true;
+  });
+  ASSERT_TRUE(rr.ok) << rr.error;
+  EXPECT_EQ(nodes, 1);
+  EXPECT_EQ(node_cat, "Node");
+  EXPECT_EQ(op_name, "Conv");
+  EXPECT_EQ(node_index, "4");
+  EXPECT_EQ(flops, "5000");
+  EXPECT_EQ(counters, 1);
+  EXPECT_NE(counter_args.find("5000"), std::string::npos) << counter_args;
+  EXPECT_EQ(scope, "session");
+  const auto v = report::validate_trace(path);
+  EXPECT_EQ(v.total(), 0u) << path << ": " << (v.violations.empty() ? "" : v.violations[0].message);
+}
+
+TEST(SessionApi, WritesAcceptedRecordsToATraceWithCountersOnTheNode) {
+  TempDir dir;
+  expect_session_trace(dir.file("session.json"));
+}
+
+// A database path gets a SQLite trace, as a profiler's AUTO format does,
+// which every epprof tool reads.
+TEST(SessionApi, WritesADatabaseTraceForADatabasePath) {
+  TempDir dir;
+  const std::string path = dir.file("session.db");
+  expect_session_trace(path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  char magic[16] = {};
+  EXPECT_EQ(std::fread(magic, 1, sizeof magic, f), sizeof magic);
+  std::fclose(f);
+  EXPECT_EQ(std::string(magic, 15), "SQLite format 3");
 }
 
 TEST(SessionApi, AnnotateAddsArgsAndCounterTracksToAProfilerTrace) {
