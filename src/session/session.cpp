@@ -6,13 +6,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "core/args.h"
-#include "core/intern.h"
 #include "core/log.h"
-#include "core/recording.h"
-#include "scope/annotations.h"
-#include "scope/write_trace.h"
-#include "tracedb/schema.h"
 
 namespace epprof::session {
 bool Filters::accepts(const epprof_record& r) const noexcept {
@@ -35,14 +29,7 @@ Session::Session(SessionSettings settings, Filters filters)
   for (uint64_t i = 0; i < settings_.capacity_records; ++i)
     slots_[i].seq.store(i, std::memory_order_relaxed);
   batch_.resize(settings_.capacity_records);
-  if (!settings_.trace_path.empty()) {
-    core::ScopeConfig pc;
-    pc.trace_path = settings_.trace_path;
-    pc.scope_name = "session";
-    pc.sqlite = tracedb::is_database_path(pc.trace_path);  // as epprof_profiler's AUTO format
-    trace_ = std::make_unique<core::Recording>(pc);  // throws on an unwritable path
-    trace_->start();
-  }
+  if (!settings_.trace_path.empty()) trace_ = std::make_unique<SessionTrace>(settings_.trace_path);
   thread_ = std::thread([this] { delivery_loop(); });
 }
 
@@ -60,7 +47,6 @@ Session::~Session() {
     else
       thread_.join();
   }
-  if (trace_) (void)scope::take_annotations(trace_.get());  // a trace never written: drop them
 }
 
 bool Session::try_push(const epprof_record& r) noexcept {
@@ -249,7 +235,7 @@ const epprof_record* in_stride(const epprof_record* records, size_t n, size_t st
 }
 
 void Session::deliver(const epprof_record* records, size_t count, uint64_t dropped) {
-  if (trace_ && count) write_to_trace(records, count);
+  if (trace_ && count) trace_->add(records, count);
   delivered_.fetch_add(count, std::memory_order_relaxed);
   if (!settings_.callback) return;
   callback_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -284,62 +270,6 @@ void Session::count_callback_error(const char* what, const std::string& message)
   }
 }
 
-void Session::write_to_trace(const epprof_record* records, size_t count) {
-  static const uint32_t kOp = core::intern("op_name"), kProvider = core::intern("provider"),
-                        kIndex = core::intern("node_index"), kKernel = core::intern("kernel"),
-                        kRun = core::intern("run_id"), kUnknown = core::intern("?");
-  for (size_t i = 0; i < count; ++i) {
-    const epprof_record& r = records[i];
-    if (r.kind == EPPROF_RECORD_COUNTER) {
-      // On the node event with the same id, and as a counter track.
-      const std::string* name = core::interned(r.name);
-      if (!name || !(r.counter_flags & EPPROF_COUNTER_VALUE_VALID)) continue;
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", r.value);
-      scope::annotate(trace_.get(), r.correlation_id, {exporter::ExtraArg{*name, buf, true}});
-      continue;
-    }
-    if (r.category >= EPPROF_CATEGORY_COUNT_) continue;
-    auto it = trace_streams_.find(r.tid);
-    if (it == trace_streams_.end()) it = trace_streams_.emplace(r.tid, trace_->add_thread(int64_t(r.tid))).first;
-    epprof_arg args[6];
-    size_t n = 0;
-    auto name_arg = [&](uint32_t key, uint32_t value) {
-      args[n].key = key;
-      args[n].type = EPPROF_ARG_NAME;
-      args[n++].value.name = value;
-    };
-    auto int_arg = [&](uint32_t key, int64_t value) {
-      args[n].key = key;
-      args[n].type = EPPROF_ARG_INT64;
-      args[n++].value.i64 = value;
-    };
-    if (r.op_type && core::interned(r.op_type)) name_arg(kOp, r.op_type);
-    if (r.ep && core::interned(r.ep)) name_arg(kProvider, r.ep);
-    if (r.node_index != EPPROF_RECORD_NO_NODE) int_arg(kIndex, int64_t(r.node_index));
-    if (r.kernel && core::interned(r.kernel)) name_arg(kKernel, r.kernel);
-    if (r.run_id) int_arg(kRun, int64_t(r.run_id));
-    // A node's record declares its node, so the trace attributes its device
-    // work to it (scope/attribution).
-    if (r.kind == EPPROF_RECORD_HOST_EVENT && r.category == EPPROF_CATEGORY_NODE && r.node &&
-        core::interned(r.node) && r.op_type && core::interned(r.op_type) && r.node_index != EPPROF_RECORD_NO_NODE) {
-      const core::NodeIdentity node{r.node, r.op_type, r.node_index, r.ep && core::interned(r.ep) ? r.ep : 0};
-      uint32_t set = 0;
-      if (epprof_status* st = core::intern_arg_set("epprof_session_write_trace", nullptr, 0, &node, &set))
-        epprof_status_release(st);  // the set table is full: the node's device work shows unattributed
-      if (set) {
-        args[n].key = 0;
-        args[n].type = EPPROF_ARG_SET;
-        args[n++].value.set = set;
-      }
-    }
-    const uint32_t name = r.name && core::interned(r.name) ? r.name : kUnknown;
-    if (epprof_status* st = trace_->record(*it->second, uint8_t(r.category), name, r.correlation_id, r.ts_ns,
-                                           r.dur_ns < 0 ? 0 : r.dur_ns, args, n))
-      epprof_status_release(st);
-  }
-}
-
 void Session::flush() {
   std::unique_lock<std::mutex> lock(mu_);
   if (quit_) return;
@@ -350,9 +280,7 @@ void Session::flush() {
 
 std::string Session::write_trace() {
   if (!trace_) return {};
-  trace_->stop();
-  static const scope::EpList kNoEpProfilers;
-  return scope::write_trace(*trace_, kNoEpProfilers, nullptr);
+  return trace_->write();
 }
 
 void Session::stats(epprof_session_stats& out) const {

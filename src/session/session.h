@@ -15,11 +15,7 @@
 
 #include "core/name_filter.h"
 #include "epprof/session.h"
-
-namespace epprof::core {
-class Recording;
-struct ThreadStream;
-}  // namespace epprof::core
+#include "session/session_trace.h"
 
 namespace epprof::session {
 
@@ -119,7 +115,6 @@ class Session {
   // reserved before the call, waiting for producers still writing.
   void drain(bool all);
   void deliver(const epprof_record* records, size_t count, uint64_t dropped);
-  void write_to_trace(const epprof_record* records, size_t count);
 
   SessionSettings settings_;
   Filters filters_;
@@ -155,11 +150,9 @@ class Session {
   std::vector<unsigned char> strided_;  // batch_ in the tool's record_size, when it differs
   std::atomic<uint64_t> delivered_{0}, callback_calls_{0};
 
-  // Trace (delivery thread only, then write_trace after the join): the
-  // records delivered, written by the way out (src/scope/) as a
-  // profiler's are.
-  std::unique_ptr<core::Recording> trace_;
-  std::unordered_map<uint32_t, core::ThreadStream*> trace_streams_;
+  // The trace file, if any: fed on the delivery thread, written by
+  // write_trace after the join.
+  std::unique_ptr<SessionTrace> trace_;
 
   std::thread thread_;  // last: started once everything above exists
 };

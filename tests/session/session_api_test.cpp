@@ -543,6 +543,83 @@ TEST(SessionApi, WritesADatabaseTraceForADatabasePath) {
   EXPECT_EQ(std::string(magic, 15), "SQLite format 3");
 }
 
+// Device records go through the way out as a profiler's device events do:
+// on a device track named for their EP, attributed by correlation id to the
+// node record that declared its node, with a flow from it; one whose id no
+// host record has is kept and counted unattributed.
+TEST(SessionApi, DeviceRecordsInATraceGetADeviceTrackAttributionAndAFlow) {
+  TempDir dir;
+  const std::string path = dir.file("device.json");
+  epprof_session_config cfg{};
+  cfg.size = sizeof cfg;
+  cfg.record_size = sizeof(epprof_record);
+  cfg.trace_path = path.c_str();
+  const uint64_t node_id = epprof_correlation_id_next();
+  {
+    ScopedSession s(cfg);
+    epprof_record batch[4] = {node_record(node_id, "conv1", "Conv", "OpenCLExecutionProvider", nullptr, 7),
+                              run_record(epprof_correlation_id_next()), {}, {}};
+    batch[0].tid = 11;
+    batch[1].tid = 11;
+    batch[1].ts_ns = batch[0].ts_ns - 1000;
+    batch[1].dur_ns = batch[0].dur_ns + 5000;
+    for (int k = 2; k < 4; ++k) {
+      epprof_record& d = batch[k];
+      d.size = sizeof d;
+      d.kind = EPPROF_RECORD_DEVICE_EVENT;
+      d.category = EPPROF_CATEGORY_KERNEL;
+      d.ts_ns = batch[0].ts_ns + 200 * k;
+      d.dur_ns = 100;
+      d.ep = name_id("OpenCLExecutionProvider");
+      d.node_index = EPPROF_RECORD_NO_NODE;
+    }
+    batch[2].name = name_id("conv2d_k");
+    batch[2].correlation_id = node_id;
+    batch[3].name = name_id("stray_k");
+    batch[3].correlation_id = epprof_correlation_id_next();  // no host record has it
+    EPPROF_ASSERT_OK(epprof_session_emit(batch, 4));
+    EPPROF_ASSERT_OK(epprof_session_stop(s.get()));
+  }
+  int64_t node_tid = -1, kernel_tid = -1, stray_tid = -1;
+  std::string op_name, node_index, correlation, unattributed, track;
+  int flows = 0;
+  const auto rr = report::read_trace_file(path, [&](const report::Event& e, std::string*) {
+    auto arg = [&](const char* k) {
+      const report::Arg* a = e.arg(k);
+      return a ? std::string(a->value) : std::string();
+    };
+    if (e.name == "conv1" && e.ph == "X") node_tid = e.tid;
+    if (e.name == "conv2d_k") {
+      kernel_tid = e.tid;
+      EXPECT_EQ(e.cat, "Kernel");
+      op_name = arg("op_name");
+      node_index = arg("node_index");
+      correlation = arg("correlation_id");
+    }
+    if (e.name == "stray_k") {
+      stray_tid = e.tid;
+      EXPECT_EQ(arg("unattributed"), "true");
+    }
+    if (e.ph == "s") ++flows;
+    if (e.name == "thread_name" && e.tid == kernel_tid) track = arg("name");
+    if (e.name == "epprof_metadata") unattributed = arg("unattributed_device_events");
+    return true;
+  });
+  ASSERT_TRUE(rr.ok) << rr.error;
+  EXPECT_EQ(node_tid, 11);
+  EXPECT_NE(kernel_tid, -1);
+  EXPECT_NE(kernel_tid, node_tid);  // a device track, not the host thread
+  EXPECT_EQ(stray_tid, kernel_tid);  // one track per EP
+  EXPECT_EQ(op_name, "Conv");
+  EXPECT_EQ(node_index, "7");
+  EXPECT_EQ(correlation, std::to_string(node_id));
+  EXPECT_EQ(flows, 1);
+  EXPECT_EQ(track, "OpenCLExecutionProvider");
+  EXPECT_EQ(unattributed, "1");
+  const auto v = report::validate_trace(path);
+  EXPECT_EQ(v.total(), 0u) << (v.violations.empty() ? "" : v.violations[0].message);
+}
+
 TEST(SessionApi, AnnotateAddsArgsAndCounterTracksToAProfilerTrace) {
   TempDir dir;
   const std::string path = dir.file("p.json");
