@@ -7,7 +7,7 @@
  * (epprof_session_deliver_counters). The counter values read around a
  * dispatch also go on the profiler's node event through
  * epprof_event_annotate (epprof/profiler.h). The reference runtime does all
- * of this in epprof::rt::SessionObserver.
+ * of this in epprof::rt::ProfilingObserver (ProfilingOptions::sessions).
  *
  * All functions are thread-safe unless stated otherwise.
  */

@@ -13,7 +13,7 @@
  * descriptions defined here are what hosts produce: the host's side (an
  * inference runtime producing records and answering dispatch queries) is
  * epprof/host.h; the reference runtime implements it in
- * epprof::rt::SessionObserver.
+ * epprof::rt::ProfilingObserver (ProfilingOptions::sessions).
  *
  * Handles (epprof_session_t) are plain values checked on every call: an
  * unknown or destroyed handle returns EPPROF_NOT_FOUND. All functions are

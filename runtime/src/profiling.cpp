@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 
+#include "dispatch_service.h"
 #include "epprof/rt/error.h"
 #include "epprof/rt/graph.h"
 #include "epprof/rt/tensor.h"
@@ -145,6 +146,7 @@ struct ProfilingObserver::NodeCache {
     epprof_name_id event, op_type, provider;
     epprof_name_id name;          // the node's own
     epprof_arg_set_id declared;   // a set of no args that declares the node; 0 if the table was full
+    DispatchNode dispatch;        // the node as sessions see it
 
     epprof_node_desc desc() const {
       epprof_node_desc d{};
@@ -227,7 +229,15 @@ struct ProfilingObserver::NodeCache {
       for (const auto& n : other_names)
         if (n->node == &info.node) return *n;
     Names fresh{&info.node, intern(info.node.name + "_kernel_time"), intern(info.node.op_type),
-                intern(info.provider), intern(info.node.name), 0};
+                intern(info.provider), intern(info.node.name), 0, {}};
+    DispatchNode& d = fresh.dispatch;
+    d.node = fresh.name;
+    d.op_type = fresh.op_type;
+    d.ep = fresh.provider;
+    d.kernel = intern(info.provider + ":" + info.node.op_type);
+    const char* kernel_name = epprof_name(d.kernel);
+    d.kernel_name = kernel_name ? kernel_name : "";
+    for (const auto& kv : info.node.attributes) d.has_subgraphs |= kv.second.kind == Attribute::Kind::Graph;
     const epprof_node_desc desc = fresh.desc();
     if (epprof_status* st = epprof_node_args_intern(&desc, nullptr, 0, &fresh.declared)) {
       epprof_status_release(st);  // the table is full: the node's device work goes unattributed to it
@@ -356,9 +366,16 @@ struct ProfilingObserver::Runs {
 };
 
 ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
-    : use_blocks_(options.event_blocks && options.plugins.empty()),
+    : use_blocks_(options.event_blocks && options.plugins.empty() && !options.sessions &&
+                  !options.trace_path.empty()),
       runs_(use_blocks_ ? std::make_unique<Runs>() : nullptr),
       path_(options.trace_path) {
+  if (options.trace_path.empty()) {
+    if (!options.sessions)
+      throw Error(ErrorKind::BadInput, "profiling: neither a trace_path nor sessions: nothing to observe");
+    dispatch_ = std::make_unique<DispatchService>(epprof_profiler_t{}, options.counter_device);
+    return;
+  }
   epprof_profiler_config c{};
   c.size = sizeof c;
   c.trace_path = options.trace_path.c_str();
@@ -382,6 +399,7 @@ ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
   (void)keys();  // intern before the first event
   check(epprof_profiler_start(profiler_));
   if (options.memory) memory_ = std::make_unique<MemoryTracking>(profiler_);
+  if (options.sessions) dispatch_ = std::make_unique<DispatchService>(profiler_, options.counter_device);
 }
 
 // Tensor allocations to the profiler, tagged by what the session is doing:
@@ -422,6 +440,7 @@ epprof_trace_stats ProfilingObserver::finish() {
   stats.size = sizeof stats;
   if (finished_) throw Error(ErrorKind::Io, "profiling: finish() called twice");
   finished_ = true;
+  if (!profiler_.handle) return stats;  // sessions only
   epprof_status* st = epprof_profiler_stop(profiler_, &stats);
   if (st) {
     std::string msg = epprof_status_get_message(st);
@@ -430,6 +449,9 @@ epprof_trace_stats ProfilingObserver::finish() {
   }
   return stats;
 }
+
+uint64_t ProfilingObserver::session_errors() const { return dispatch_ ? dispatch_->errors() : 0; }
+uint64_t ProfilingObserver::dispatches_counted() const { return dispatch_ ? dispatch_->dispatches_counted() : 0; }
 
 void ProfilingObserver::report_rejected(epprof_status* status) noexcept {
   if (!warned_.exchange(true))
@@ -468,9 +490,15 @@ void ProfilingObserver::session_phase_begin(const SessionPhaseInfo& info) {
   report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION,
                             info.phase == SessionPhase::ModelLoading ? k.model_loading : k.session_init,
                             info.correlation_id));
+  if (dispatch_) dispatch_->open_span(info.correlation_id);
 }
 
 void ProfilingObserver::session_phase_end(const SessionPhaseInfo& info) {
+  if (dispatch_) {
+    const Keys& k = keys();
+    dispatch_->close_span(info.correlation_id,
+                          info.phase == SessionPhase::ModelLoading ? k.model_loading : k.session_init, 0);
+  }
   report(epprof_event_end(profiler_, info.correlation_id, nullptr, 0));
   if (memory_) memory_->leave();
 }
@@ -483,9 +511,11 @@ void ProfilingObserver::run_begin(const RunInfo& info) {
   report(epprof_event_begin(profiler_, EPPROF_CATEGORY_SESSION, parallel ? k.parallel : k.sequential,
                             info.execute_correlation_id));
   if (use_blocks_ && info.nodes_on_calling_thread && info.shape_epoch) hold_run(info);
+  if (dispatch_) dispatch_->open_span(info.correlation_id);
 }
 
 void ProfilingObserver::run_end(const RunInfo& info) {
+  if (dispatch_) dispatch_->close_span(info.correlation_id, keys().model_run, info.run_id);
   const uint64_t held = held_run_.load(std::memory_order_relaxed);
   if (held && held >> kFirstShift == info.first_node_correlation_id) release_run(info);
   report(epprof_event_end(profiler_, info.execute_correlation_id, nullptr, 0));
@@ -553,10 +583,18 @@ void ProfilingObserver::collect(size_t position, epprof_name_id event, epprof_ar
 [[gnu::hot]] void ProfilingObserver::node_begin(const NodeInfo& info) {
   bool in_block;
   const size_t position = held_position(info, &in_block);
-  if (position != kNotHeld && in_block) {
+  if (position != kNotHeld && in_block) {  // never with sessions: they turn blocks off
     report(epprof_event_block_begin(&block_, position));
     return;
   }
+  if (__builtin_expect(dispatch_ != nullptr, 0)) {
+    node_begin_with_sessions(info);
+    return;
+  }
+  trace_node_begin(info);
+}
+
+void ProfilingObserver::trace_node_begin(const NodeInfo& info) {
   const NodeState n = node_state(info.node_index);
   const epprof_name_id event = __builtin_expect(n.hot.owner.load(std::memory_order_acquire) == &info.node, 1)
                                    ? n.hot.event
@@ -574,6 +612,14 @@ void ProfilingObserver::collect(size_t position, epprof_name_id event, epprof_ar
       block_end_outside_epoch(info, io, position);
     return;
   }
+  if (__builtin_expect(dispatch_ != nullptr, 0)) {
+    node_end_with_sessions(info, io);
+    return;
+  }
+  trace_node_end(info, io, position);
+}
+
+void ProfilingObserver::trace_node_end(const NodeInfo& info, const NodeIo& io, size_t position) {
   const NodeState n = node_state(info.node_index);
   epprof_arg set{0, EPPROF_ARG_SET, {}};
   set.value.set = n.hot.args_in_epoch(info);
@@ -582,6 +628,19 @@ void ProfilingObserver::collect(size_t position, epprof_name_id event, epprof_ar
     return;
   }
   node_end_slow(info, io, n, position);
+}
+
+// The profiler's node event encloses the dispatch service's counting.
+void ProfilingObserver::node_begin_with_sessions(const NodeInfo& info) {
+  if (profiler_.handle) trace_node_begin(info);
+  const NodeState n = node_state(info.node_index);
+  dispatch_->node_begin(info, n.cold.names_for(n.hot, info).dispatch);
+}
+
+void ProfilingObserver::node_end_with_sessions(const NodeInfo& info, const NodeIo& io) {
+  const bool dispatched = dispatch_->node_counted(info, io);
+  if (profiler_.handle) trace_node_end(info, io, kNotHeld);
+  if (dispatched) dispatch_->node_recorded(info);
 }
 
 // `position`: the node's in the run that collects its epoch's descriptions,
@@ -633,6 +692,8 @@ size_t ProfilingObserver::node_args(const NodeInfo& info, epprof_arg* out) {
 }
 
 void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
+  if (dispatch_) dispatch_->node_failed(info);
+  if (!profiler_.handle) return;
   epprof_arg args[5];
   size_t num_args = node_args(info, args);
   args[num_args++] = str_arg(keys().error, what);
@@ -651,11 +712,20 @@ void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
 // attributed to it. Its args say which pass it was and which execution it
 // replays (replay_of: that execution's correlation id). Not in an event
 // block: replays come after the node's own event has ended.
+uint32_t ProfilingObserver::kernel_replays(const NodeInfo& info) {
+  return dispatch_ ? dispatch_->kernel_replays(info) : 0;
+}
+
 void ProfilingObserver::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
-  report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, intern(info.node.name + "_replay"), replay.correlation_id));
+  if (profiler_.handle)
+    report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, intern(info.node.name + "_replay"),
+                              replay.correlation_id));
+  if (dispatch_) dispatch_->replay_begin(info, replay);
 }
 
 void ProfilingObserver::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
+  if (dispatch_) dispatch_->replay_end(info, replay, error);
+  if (!profiler_.handle) return;
   const Keys& k = keys();
   epprof_arg args[7];
   size_t num_args = node_args(info, args);

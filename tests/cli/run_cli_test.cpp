@@ -360,6 +360,16 @@ TEST(RunCli, CountersLandOnNodeEventsAndCounterTracks) {
   for (const char* c : {"task-clock", "flops", "bytes"}) EXPECT_EQ(samples[c], nodes) << c << " counter track";
 }
 
+// Counters need no trace: the run's one observer feeds the session alone.
+TEST(RunCli, CountersWithoutATracePrintTheirTable) {
+  Result r = epprof({kModels + "/mlp.onnx", "--runs", "2", "--warmup", "0", "--counters", "task-clock,flops",
+                     "--no-profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Gemm"), std::string::npos) << "no counter table:\n" << r.output;
+  EXPECT_NE(r.output.find("flops"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("trace:"), std::string::npos) << "a trace without --output:\n" << r.output;
+}
+
 TEST(RunCli, CounterNamesAreCheckedWithSuggestions) {
   Result r = epprof({kModels + "/mlp.onnx", "--counters", "task-clok", "--runs", "1", "--no-profile"});
   EXPECT_EQ(r.exit_code, 1) << r.output;

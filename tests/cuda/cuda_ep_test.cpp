@@ -18,7 +18,6 @@
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
-#include "epprof/rt/session_observer.h"
 #include "support/test_util.h"
 #include "device_ep_checks.h"
 #include "test_models.h"
@@ -234,12 +233,9 @@ TEST_P(CudaTrace, EveryDeviceRecordIsAttributedInsideItsNode) {
     ProfilingOptions po;
     po.trace_path = session_trace;
     po.plugins = {plugin};
+    po.sessions = c.replay;  // the dispatch counting service, for the replays
     ProfilingObserver prof(po);
-    SessionObserverOptions sopts;
-    sopts.inner = &prof;
-    sopts.trace_profiler = prof.profiler();
-    SessionObserver counting(sopts);
-    so.observer = c.replay ? static_cast<RunObserver*>(&counting) : &prof;
+    so.observer = &prof;
     struct Tool {
       epprof_counter_config_t config;
       static epprof_status* dispatch(void* u, epprof_session_t, const epprof_dispatch_info*,

@@ -1,4 +1,5 @@
-// Sessions fed by the reference runtime (epprof::rt::SessionObserver):
+// Sessions fed by the reference runtime (epprof::rt::ProfilingObserver with
+// ProfilingOptions::sessions):
 // dispatch counting with software counters on a bundled model, every replay
 // mode against a single pass, outputs unchanged, counters in the trace, and
 // multi-pass planning driven by the fake 4-counter PMU.
@@ -17,7 +18,6 @@
 #include "epprof/epprof.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
-#include "epprof/rt/session_observer.h"
 #include "support/test_util.h"
 
 namespace epprof::testing {
@@ -27,6 +27,13 @@ using rt::DataType;
 using rt::Tensor;
 
 std::string model_path(const std::string& name) { return std::string(EPPROF_MODELS_DIR) + "/" + name + ".onnx"; }
+
+// The runtime's observer feeding sessions only: no trace of its own.
+rt::ProfilingOptions sessions_only() {
+  rt::ProfilingOptions po;
+  po.sessions = true;
+  return po;
+}
 
 std::map<std::string, Tensor> inputs_for(const rt::Session& s) {
   std::mt19937 rng(7);
@@ -125,18 +132,35 @@ class RuntimeSessions : public ::testing::Test {
   static void SetUpTestSuite() { EPPROF_ASSERT_OK(epprof_counter_register_fake_device()); }
 };
 
+// The observer asks for something to do, and without a trace it has
+// nothing to write.
+TEST_F(RuntimeSessions, AnObserverWithoutATraceFeedsSessionsOnly) {
+  EXPECT_THROW(rt::ProfilingObserver(rt::ProfilingOptions{}), rt::Error);
+  try {
+    rt::ProfilingObserver none{rt::ProfilingOptions{}};
+  } catch (const rt::Error& e) {
+    EXPECT_EQ(e.kind(), rt::ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("neither a trace_path nor sessions"), std::string::npos) << e.what();
+  }
+  rt::ProfilingObserver obs(sessions_only());
+  EXPECT_EQ(obs.profiler().handle, 0u);
+  EXPECT_TRUE(obs.may_replay_kernels());
+  const epprof_trace_stats stats = obs.finish();
+  EXPECT_EQ(stats.host_events, 0u);
+}
+
 TEST_F(RuntimeSessions, SoftwareCountersOnABundledModel) {
   Config cfg("cpu", {"task-clock", "page-faults", "context-switches", "flops", "bytes", "duration_ns"});
   ASSERT_EQ(cfg.passes, 1u);
   Tool tool;
   tool.config = cfg.handle;
-  rt::SessionObserver obs;
+  rt::ProfilingObserver obs(sessions_only());
   rt::SessionOptions so;
   so.observer = &obs;
   rt::Session model(model_path("mlp"), so);
   Session s(tool, EPPROF_REPLAY_KERNEL);
   model.run(inputs_for(model));
-  EXPECT_EQ(obs.errors(), 0u);
+  EXPECT_EQ(obs.session_errors(), 0u);
   ASSERT_EQ(tool.dispatches.size(), model.nodes().size());
   auto task_clock = tool.of("task-clock");
   auto flops = tool.of("flops");
@@ -175,7 +199,7 @@ class ReplayModes : public RuntimeSessions, public ::testing::WithParamInterface
 
 TEST_P(ReplayModes, GiveTheSinglePassValuesAndLeaveOutputsUnchanged) {
   const epprof_replay_mode mode = GetParam();
-  rt::SessionObserver obs;
+  rt::ProfilingObserver obs(sessions_only());
   rt::SessionOptions so;
   so.observer = &obs;
   rt::Session model(model_path("cnn"), so);
@@ -215,7 +239,7 @@ TEST_P(ReplayModes, GiveTheSinglePassValuesAndLeaveOutputsUnchanged) {
       EXPECT_TRUE(bit_equal(model.run(in), plain));
     }
   }
-  EXPECT_EQ(obs.errors(), 0u);
+  EXPECT_EQ(obs.session_errors(), 0u);
   // Join the passes per node (APPLICATION/USER: each counter is valid in one
   // run's records), then compare with the single-pass values.
   for (const char* name : kFakeMulti) {
@@ -267,13 +291,10 @@ TEST_F(RuntimeSessions, KernelReplaysAreEventsOfTheirOwnAndTheirDeviceWorkIsAttr
     rt::ProfilingOptions po;
     po.trace_path = path;
     po.plugins = {plugin};
+    po.sessions = true;
     rt::ProfilingObserver prof(po);
-    rt::SessionObserverOptions opts;
-    opts.inner = &prof;
-    opts.trace_profiler = prof.profiler();
-    rt::SessionObserver obs(opts);
     rt::SessionOptions so;
-    so.observer = &obs;
+    so.observer = &prof;
     rt::Session model(model_path("mlp"), so);
     nodes = model.nodes().size();
     Session s(tool, EPPROF_REPLAY_KERNEL);
@@ -344,7 +365,7 @@ TEST_F(RuntimeSessions, SessionStartedAfterWarmupSeesOnlyLaterRuns) {
       return nullptr;
     }
   } got;
-  rt::SessionObserver obs;
+  rt::ProfilingObserver obs(sessions_only());
   rt::SessionOptions so;
   so.observer = &obs;
   rt::Session model(model_path("mlp"), so);

@@ -526,10 +526,15 @@ int execute(const Options& o) {
     for (epprof_plugin_t p : register_ep_profilers(so)) plugins.push_back(p);
   }
 
+  // The session's observer: its trace, and the counters' session to feed.
+  std::unique_ptr<RunCounters> counters;
+  if (!o.counters.names.empty()) counters = std::make_unique<RunCounters>(o.counters);
+  const bool traced = o.profile && !o.serve;  // the session-level trace
   std::unique_ptr<rt::ProfilingObserver> session_profiler;
-  if (o.profile && !o.serve) {
+  if (traced || counters) {
     rt::ProfilingOptions po;
-    po.trace_path = output;
+    if (traced) po.trace_path = output;
+    po.sessions = counters != nullptr;
     po.scope_name = "session";
     po.plugins = plugins;
     po.integer_timestamps = o.integer_timestamps;
@@ -539,12 +544,6 @@ int execute(const Options& o) {
     session_profiler = std::make_unique<rt::ProfilingObserver>(po);
     so.observer = session_profiler.get();
   }
-  std::unique_ptr<RunCounters> counters;
-  if (!o.counters.names.empty()) {
-    counters = std::make_unique<RunCounters>(
-        o.counters, session_profiler ? session_profiler->profiler() : epprof_profiler_t{}, so.observer);
-    so.observer = counters->observer();
-  }
   rt::Session session(model, so);
   std::string guessed;  // generated inputs whose dynamic dims were set to 1
   const auto inputs_data = make_inputs(session, o, &guessed);
@@ -552,7 +551,7 @@ int execute(const Options& o) {
     ServeOptions serve{model, plugins, o.integer_timestamps, inputs, o.socket_dir, o.warmup, o.pause_ms};
     return serve_captures(session, inputs_data, serve);
   }
-  if (session_profiler) {
+  if (traced) {
     // The thread settings the runs use, resolved (defaults included).
     const std::pair<const char*, std::string> settings[] = {
         {"executor", o.executor == rt::ExecutorKind::Parallel ? "parallel" : "sequential"},
@@ -641,7 +640,7 @@ int execute(const Options& o) {
     counters->finish();
     if (!stopped) counters->print(stdout, o.warmup, per_pass);
   }
-  if (session_profiler) {
+  if (traced) {
     if (stopped) {
       const std::pair<const char*, std::string> marks[] = {
           {sig ? "interrupted" : "failed", sig ? signal_name(sig) : run_error},

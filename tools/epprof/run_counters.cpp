@@ -10,7 +10,6 @@
 
 #include "cli.h"
 #include "epprof/rt/error.h"
-#include "epprof/rt/session_observer.h"
 
 namespace epprof::cli {
 namespace {
@@ -88,7 +87,6 @@ struct RunCounters::Impl {
   uint32_t passes = 1;
   std::vector<std::string> counter_names;  // the configuration's order (ratio inputs included)
   epprof_session_t session{0};
-  std::unique_ptr<rt::SessionObserver> observer;
   mutable std::mutex mu;
   std::vector<epprof_record> records;  // every COUNTER record delivered
   std::map<uint32_t, std::pair<std::string, std::string>> nodes;  // index → (name, op type)
@@ -109,7 +107,7 @@ struct RunCounters::Impl {
   static epprof_status* drop(void*, epprof_session_t, const epprof_record*, size_t, uint64_t) { return nullptr; }
 };
 
-RunCounters::RunCounters(const CounterOptions& o, epprof_profiler_t trace_profiler, rt::RunObserver* inner)
+RunCounters::RunCounters(const CounterOptions& o)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = o;
@@ -142,18 +140,12 @@ RunCounters::RunCounters(const CounterOptions& o, epprof_profiler_t trace_profil
     throw rt::Error(rt::ErrorKind::Io, "--counters: " + take_message(st));
   if (o.replay != EPPROF_REPLAY_APPLICATION && (st = epprof_session_start(m.session)))
     throw rt::Error(rt::ErrorKind::Io, "--counters: " + take_message(st));
-  rt::SessionObserverOptions so;
-  so.inner = inner;
-  so.trace_profiler = trace_profiler;
-  m.observer = std::make_unique<rt::SessionObserver>(so);
 }
 
 RunCounters::~RunCounters() {
   if (impl_->session.handle) epprof_status_release(epprof_session_destroy(impl_->session));
   epprof_status_release(epprof_counter_config_destroy(impl_->config));
 }
-
-rt::RunObserver* RunCounters::observer() { return impl_->observer.get(); }
 
 int RunCounters::workload_passes() const {
   return impl_->options.replay == EPPROF_REPLAY_APPLICATION ? int(impl_->passes) : 1;

@@ -1,6 +1,7 @@
 // `epprof run --counters LIST [--replay MODE]`: per-dispatch counters through
-// a libepprof session and the runtime's SessionObserver; values printed per
-// op and written onto the node events of the run's trace.
+// a libepprof session, fed by the runtime's ProfilingObserver with
+// ProfilingOptions::sessions; values printed per op and written onto the
+// node events of the run's trace.
 #pragma once
 
 #include <cstdio>
@@ -9,7 +10,6 @@
 #include <vector>
 
 #include "epprof/epprof.h"
-#include "epprof/rt/observer.h"
 
 namespace epprof::cli {
 
@@ -31,15 +31,13 @@ const char* counter_options_help();
 class RunCounters {
  public:
   // Creates the counter configuration (device "cpu") and an active session.
-  // `trace_profiler` ({0}: none) gets the values on its node events; the
-  // returned observer() decorates `inner`. Throws rt::Error with
-  // libepprof's message (unknown counter, unsupported here).
-  RunCounters(const CounterOptions& o, epprof_profiler_t trace_profiler, rt::RunObserver* inner);
+  // The run's observer feeds it (ProfilingOptions::sessions). Throws
+  // rt::Error with libepprof's message (unknown counter, unsupported here).
+  explicit RunCounters(const CounterOptions& o);
   ~RunCounters();
   RunCounters(const RunCounters&) = delete;
   RunCounters& operator=(const RunCounters&) = delete;
 
-  rt::RunObserver* observer();
   // How many times the whole workload must run: the number of passes for
   // APPLICATION replay, else 1.
   int workload_passes() const;

@@ -94,7 +94,7 @@ class RunObserver {
   // propagates, so that every node_begin is closed.
   virtual void node_failed(const NodeInfo&, const char* /*what*/) {}
   // Kernel replay (a counter set that needs several passes; see
-  // epprof/rt/session_observer.h). Called after node_end on the same
+  // ProfilingOptions::sessions in epprof/rt/profiling.h). Called after node_end on the same
   // thread; returning n > 0 asks the executor to run the node's kernel n
   // more times on the same inputs, discarding their outputs (the run's
   // results stay the first execution's). Replays are not part of the

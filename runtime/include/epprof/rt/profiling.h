@@ -8,6 +8,29 @@
 // SessionOptions::observer. Per-run profiling: create one per run and pass
 // it as RunOptions::observer. Both may be active at once; each writes its
 // own trace, and a node execution carries the same correlation id in both.
+//
+// It is also the runtime's side of libepprof's sessions
+// (ProfilingOptions::sessions; epprof/session.h): it reports each session
+// phase, run and node execution to every active session as a HOST_EVENT
+// record (a node's carries node name, op type, EP, kernel name "<EP>:<op
+// type>", node index and run id), and serves the dispatch counting
+// service: before each node it asks the sessions for counters
+// (epprof_session_query_dispatch), counts the node's kernel on the
+// executing thread for each session that returns a counter configuration,
+// and delivers the values (epprof_session_deliver_counters) with the cost
+// model's flops and bytes as host measures. By replay mode:
+//   KERNEL       pass 0 around the node; passes 1..P-1 around replays of the
+//                kernel that the executor runs after node_end on the same
+//                inputs (RunObserver::kernel_replays), outputs discarded;
+//   NONE         every pass at once, multiplexed: scaled estimates;
+//   APPLICATION,
+//   USER         the pass the tool opened (epprof_session_begin_pass).
+// The node event encloses only the first execution and its counting; with
+// a trace, each dispatch's counter values are attached to its node event
+// (epprof_event_annotate) and so appear in the trace as node args and
+// counter tracks. With no session active, a hook costs one relaxed atomic
+// load more. One observer thus feeds the profiler and the sessions, from
+// one set of per-node names.
 #pragma once
 
 #include <atomic>
@@ -23,8 +46,10 @@
 
 namespace epprof::rt {
 
+class DispatchService;
+
 struct ProfilingOptions {
-  std::string trace_path;                // required
+  std::string trace_path;                // empty: no trace (sessions only)
   std::string scope_name = "session";    // written in the trace metadata
   std::vector<epprof_plugin_t> plugins;  // EP profilers for this scope (one instance each)
   bool integer_timestamps = false;       // ONNX Runtime-style integer µs (JSON traces)
@@ -48,6 +73,10 @@ struct ProfilingOptions {
   // Nodes the parallel executor runs on its pool threads report as the
   // run's thread does. Other sessions of the process are not reported.
   bool memory = false;
+  // Feed libepprof's sessions and serve the dispatch counting service
+  // (see above). Node events then take the general path, not event blocks.
+  bool sessions = false;
+  std::string counter_device = "cpu";  // the counter device the runtime's kernels run on
   // What the trace leaves out (epprof/profiler.h: epprof_trace_filter);
   // borrowed until the observer's constructor returns. nullptr: nothing.
   const epprof_trace_filter* filter = nullptr;
@@ -55,8 +84,10 @@ struct ProfilingOptions {
 
 class alignas(64) ProfilingObserver final : public RunObserver {
  public:
-  // Creates and starts the profiler. Throws Error(ErrorKind::Io) with
-  // libepprof's message when it cannot (e.g. an unwritable trace path).
+  // Creates and starts the profiler (with a trace_path). Throws
+  // Error(ErrorKind::Io) with libepprof's message when it cannot (e.g. an
+  // unwritable trace path), Error(ErrorKind::BadInput) for options that
+  // ask for nothing (no trace_path, no sessions).
   explicit ProfilingObserver(const ProfilingOptions& options);
   // Destroys the profiler; if finish() was not called, no trace is written.
   ~ProfilingObserver() override;
@@ -64,13 +95,20 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   ProfilingObserver& operator=(const ProfilingObserver&) = delete;
 
   // Stops and writes the trace. Call once, after every run it observes has
-  // returned. Throws Error(ErrorKind::Io) on failure.
+  // returned. Throws Error(ErrorKind::Io) on failure. Without a trace it
+  // returns empty stats.
   epprof_trace_stats finish();
   const std::string& trace_path() const { return path_; }
   // Runs so far whose node events went through the event block
   // (ProfilingOptions::event_blocks). Thread-safe.
   uint64_t runs_in_event_blocks() const { return block_runs_.load(std::memory_order_relaxed); }
-  epprof_profiler_t profiler() const { return profiler_; }
+  epprof_profiler_t profiler() const { return profiler_; }  // {0}: no trace
+  // With sessions: libepprof calls that failed (counting contexts,
+  // deliveries; the first is printed to stderr, the rest only counted,
+  // inference goes on), and the dispatches whose counters were delivered
+  // to at least one session.
+  uint64_t session_errors() const;
+  uint64_t dispatches_counted() const;
 
   void session_phase_begin(const SessionPhaseInfo& info) override;
   void session_phase_end(const SessionPhaseInfo& info) override;
@@ -79,6 +117,8 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   void node_begin(const NodeInfo& info) override;
   void node_end(const NodeInfo& info, const NodeIo& io) override;
   void node_failed(const NodeInfo& info, const char* what) override;
+  uint32_t kernel_replays(const NodeInfo& info) override;
+  bool may_replay_kernels() const override { return dispatch_ != nullptr; }
   void replay_begin(const NodeInfo& info, const ReplayInfo& replay) override;
   void replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) override;
 
@@ -114,6 +154,13 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   };
   [[gnu::always_inline]] inline NodeState node_state(size_t node_index);
   [[gnu::noinline]] NodeState node_state_slow(size_t node_index);
+  // The node hooks with sessions to feed (ProfilingOptions::sessions):
+  // the profiler's event (with a trace) around the dispatch service's part.
+  [[gnu::noinline]] void node_begin_with_sessions(const NodeInfo& info);
+  [[gnu::noinline]] void node_end_with_sessions(const NodeInfo& info, const NodeIo& io);
+  // The node event outside event blocks; `position` as for node_end_slow.
+  [[gnu::always_inline]] inline void trace_node_begin(const NodeInfo& info);
+  [[gnu::always_inline]] inline void trace_node_end(const NodeInfo& info, const NodeIo& io, size_t position);
   size_t node_args(const NodeInfo& info, epprof_arg* out);
   [[gnu::noinline]] void node_end_slow(const NodeInfo& info, const NodeIo& io, const NodeState& n,
                                        size_t position);
@@ -136,6 +183,7 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   std::atomic<uint64_t> held_run_{0};  // 0: no run holds the block
   epprof_event_block block_{};
   epprof_profiler_t profiler_{};
+  std::unique_ptr<DispatchService> dispatch_;  // ProfilingOptions::sessions; beside profiler_, read as often
   const bool use_blocks_;
   std::unique_ptr<Runs> runs_;  // the block's holder, epoch descriptions
   std::atomic<uint64_t> block_runs_{0};

@@ -1,4 +1,4 @@
-#include "epprof/rt/session_observer.h"
+#include "dispatch_service.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include "epprof/host.h"
 #include "epprof/rt/cost_model.h"
 #include "epprof/rt/graph.h"
+#include "epprof/rt/tensor.h"
 #include "epprof/session.h"
 
 namespace epprof::rt {
@@ -21,18 +22,6 @@ namespace {
 // epprof_session_active_word() read as epprof/host.h says: one relaxed
 // load, no call, before every dispatch.
 inline bool any_active(const uint32_t* word) { return __atomic_load_n(word, __ATOMIC_RELAXED) != 0; }
-
-}  // namespace
-
-struct SessionObserver::NodeIds {
-  std::string kernel;  // "<EP>:<op type>"
-  epprof_name_id node = 0, op_type = 0, ep = 0, kernel_id = 0;
-  // If, Loop, Scan...: its subgraphs' nodes are dispatches of their own,
-  // nested in its; it requests no counters, which they would share.
-  bool has_subgraphs = false;
-};
-
-namespace {
 
 constexpr size_t kMaxRequests = 8;
 
@@ -66,9 +55,9 @@ struct Request {
 
 // One node execution in flight on a thread.
 struct Dispatch {
-  const SessionObserver* owner = nullptr;  // set while a session sees the dispatch
+  const DispatchService* owner = nullptr;  // set while a session sees the dispatch
   epprof_dispatch_info info{};
-  const SessionObserver::NodeIds* ids = nullptr;
+  const DispatchNode* ids = nullptr;
   int64_t ts = 0, dur = 0;
   Request reqs[kMaxRequests];
   size_t n = 0;
@@ -115,33 +104,17 @@ bool integral(double v) { return std::fabs(v) < 9.0e15 && v == std::floor(v); }
 
 }  // namespace
 
-SessionObserver::SessionObserver(SessionObserverOptions options)
-    : options_(std::move(options)), active_(epprof_session_active_word()) {}
+DispatchService::DispatchService(epprof_profiler_t trace_profiler, std::string device)
+    : trace_profiler_(trace_profiler), device_(std::move(device)), active_(epprof_session_active_word()) {}
 
-SessionObserver::~SessionObserver() = default;
+DispatchService::~DispatchService() = default;
 
-void SessionObserver::report(const char* what, epprof_status* status) noexcept {
+void DispatchService::report(const char* what, epprof_status* status) noexcept {
   if (!status) return;
   if (errors_.fetch_add(1) == 0)
     std::fprintf(stderr, "epprof runtime: sessions: %s: %s (further errors only counted)\n", what,
                  epprof_status_get_message(status));
   epprof_status_release(status);
-}
-
-const SessionObserver::NodeIds& SessionObserver::ids_for(const NodeInfo& info) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = ids_[&info.node];
-  if (!slot) {
-    auto ids = std::make_unique<NodeIds>();
-    ids->kernel = info.provider + ":" + info.node.op_type;
-    ids->node = intern(info.node.name);
-    ids->op_type = intern(info.node.op_type);
-    ids->ep = intern(info.provider);
-    ids->kernel_id = intern(ids->kernel);
-    for (const auto& kv : info.node.attributes) ids->has_subgraphs |= kv.second.kind == Attribute::Kind::Graph;
-    slot = std::move(ids);
-  }
-  return *slot;
 }
 
 namespace {
@@ -165,13 +138,13 @@ epprof_record host_record(uint64_t corr, epprof_name_id name, int64_t ts, int64_
 
 // Session phases and runs: the start is kept by correlation id (a run may
 // end on another thread) and one HOST_EVENT record is emitted at the end.
-void SessionObserver::open_span(uint64_t correlation_id) {
+void DispatchService::open_span(uint64_t correlation_id) {
   if (!any_active(active_)) return;
   std::lock_guard<std::mutex> lock(mu_);
   open_ts_[correlation_id] = epprof_clock_now_ns();
 }
 
-void SessionObserver::close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id) {
+void DispatchService::close_span(uint64_t correlation_id, epprof_name_id name, uint64_t run_id) {
   if (!any_active(active_)) return;
   int64_t start = 0;
   {
@@ -185,30 +158,7 @@ void SessionObserver::close_span(uint64_t correlation_id, epprof_name_id name, u
   report("emit", epprof_session_emit(&r, 1));
 }
 
-void SessionObserver::session_phase_begin(const SessionPhaseInfo& info) {
-  if (options_.inner) options_.inner->session_phase_begin(info);
-  open_span(info.correlation_id);
-}
-
-void SessionObserver::session_phase_end(const SessionPhaseInfo& info) {
-  static const epprof_name_id loading = intern("model_loading_uri"), init = intern("session_initialization");
-  close_span(info.correlation_id, info.phase == SessionPhase::ModelLoading ? loading : init, 0);
-  if (options_.inner) options_.inner->session_phase_end(info);
-}
-
-void SessionObserver::run_begin(const RunInfo& info) {
-  if (options_.inner) options_.inner->run_begin(info);
-  open_span(info.correlation_id);
-}
-
-void SessionObserver::run_end(const RunInfo& info) {
-  static const epprof_name_id model_run = intern("model_run");
-  close_span(info.correlation_id, model_run, info.run_id);
-  if (options_.inner) options_.inner->run_end(info);
-}
-
-void SessionObserver::node_begin(const NodeInfo& info) {
-  if (options_.inner) options_.inner->node_begin(info);
+void DispatchService::node_begin(const NodeInfo& info, const DispatchNode& node) {
   ThreadState& ts = state();
   Dispatch& t = ts.push();
   t.owner = nullptr;
@@ -217,7 +167,7 @@ void SessionObserver::node_begin(const NodeInfo& info) {
   t.owner = this;
   t.n = 0;
   t.replays = 0;
-  t.ids = &ids_for(info);
+  t.ids = &node;
   epprof_dispatch_info& d = t.info;
   d = epprof_dispatch_info{};
   d.size = sizeof d;
@@ -226,14 +176,14 @@ void SessionObserver::node_begin(const NodeInfo& info) {
   d.node_name = info.node.name.c_str();
   d.op_type = info.node.op_type.c_str();
   d.ep_name = info.provider.c_str();
-  d.kernel_name = t.ids->kernel.c_str();
-  d.device = options_.device.c_str();
+  d.kernel_name = t.ids->kernel_name;
+  d.device = device_.c_str();
   d.queue = current_tid();
   d.run_id = info.run_id;
   d.node_name_id = t.ids->node;
   d.op_type_id = t.ids->op_type;
   d.ep_name_id = t.ids->ep;
-  d.kernel_name_id = t.ids->kernel_id;
+  d.kernel_name_id = t.ids->kernel;
 
   epprof_dispatch_request reqs[kMaxRequests];
   size_t n = 0;
@@ -296,58 +246,69 @@ void SessionObserver::node_begin(const NodeInfo& info) {
   }
 }
 
-void SessionObserver::node_end(const NodeInfo& info, const NodeIo& io) {
+bool DispatchService::node_counted(const NodeInfo& info, const NodeIo& io) {
   ThreadState& ts = state();
   Dispatch* top = ts.top(info);
-  const bool mine = top && top->owner == this;
-  if (mine) {
-    Dispatch& t = *top;
-    for (size_t i = t.n; i-- > 0;)
-      if (t.reqs[i].started) report("counting stop", epprof_counting_context_stop(t.reqs[i].context->ctx));
-    const int64_t end = epprof_clock_now_ns();
-    t.dur = end - t.ts;
-    if (t.n) {
-      const NodeCost cost = node_cost(info.node, io);
-      t.measures = epprof_dispatch_measures{};
-      t.measures.size = sizeof t.measures;
-      t.measures.known = EPPROF_MEASURE_DURATION | EPPROF_MEASURE_FLOPS | EPPROF_MEASURE_BYTES;
-      t.measures.duration_ns = uint64_t(t.dur);
-      t.measures.flops = cost.flops;
-      t.measures.bytes = cost.bytes;
-      for (size_t i = 0; i < t.n; ++i) {
-        Request& r = t.reqs[i];
-        if (!r.started) continue;
-        report("counting read",
-               epprof_counting_context_read(r.context->ctx, &t.measures, r.values.data(), r.values.size()));
-      }
-    }
-  }
-  if (options_.inner) options_.inner->node_end(info, io);
-  if (!mine) {
+  if (!top || top->owner != this) {
     if (top) ts.pop();
-    return;
+    return false;
   }
   Dispatch& t = *top;
-  epprof_record node{};
-  node.size = sizeof node;
-  node.kind = EPPROF_RECORD_HOST_EVENT;
-  node.category = EPPROF_CATEGORY_NODE;
-  node.correlation_id = info.correlation_id;
-  node.ts_ns = t.ts;
-  node.dur_ns = t.dur;
-  node.name = t.ids->node;
-  node.node = t.ids->node;
-  node.op_type = t.ids->op_type;
-  node.ep = t.ids->ep;
-  node.kernel = t.ids->kernel_id;
-  node.node_index = uint32_t(info.node.index);
-  node.run_id = info.run_id;
-  node.tid = current_tid();
+  for (size_t i = t.n; i-- > 0;)
+    if (t.reqs[i].started) report("counting stop", epprof_counting_context_stop(t.reqs[i].context->ctx));
+  const int64_t end = epprof_clock_now_ns();
+  t.dur = end - t.ts;
+  if (t.n) {
+    const NodeCost cost = node_cost(info.node, io);
+    t.measures = epprof_dispatch_measures{};
+    t.measures.size = sizeof t.measures;
+    t.measures.known = EPPROF_MEASURE_DURATION | EPPROF_MEASURE_FLOPS | EPPROF_MEASURE_BYTES;
+    t.measures.duration_ns = uint64_t(t.dur);
+    t.measures.flops = cost.flops;
+    t.measures.bytes = cost.bytes;
+    for (size_t i = 0; i < t.n; ++i) {
+      Request& r = t.reqs[i];
+      if (!r.started) continue;
+      report("counting read", epprof_counting_context_read(r.context->ctx, &t.measures, r.values.data(), r.values.size()));
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// A record of the dispatch `t` of `info`'s node: its NODE record, or one
+// of its COUNTER records.
+epprof_record dispatch_record(const Dispatch& t, const NodeInfo& info, epprof_record_kind kind, epprof_category category,
+                              epprof_name_id name) {
+  epprof_record r{};
+  r.size = sizeof r;
+  r.kind = kind;
+  r.category = category;
+  r.correlation_id = info.correlation_id;
+  r.ts_ns = t.ts;
+  r.dur_ns = t.dur;
+  r.name = name;
+  r.node = t.ids->node;
+  r.op_type = t.ids->op_type;
+  r.ep = t.ids->ep;
+  r.kernel = t.ids->kernel;
+  r.node_index = uint32_t(info.node.index);
+  r.run_id = info.run_id;
+  r.tid = current_tid();
+  return r;
+}
+
+}  // namespace
+
+void DispatchService::node_recorded(const NodeInfo& info) {
+  Dispatch& t = *state().top(info);  // node_counted said it is ours
+  const epprof_record node = dispatch_record(t, info, EPPROF_RECORD_HOST_EVENT, EPPROF_CATEGORY_NODE, t.ids->node);
   report("emit", epprof_session_emit(&node, 1));
   if (t.replays == 0) finish_dispatch(info);
 }
 
-void SessionObserver::node_failed(const NodeInfo& info, const char* what) {
+void DispatchService::node_failed(const NodeInfo& info) {
   ThreadState& ts = state();
   if (Dispatch* t = ts.top(info)) {
     if (t->owner == this)
@@ -355,16 +316,14 @@ void SessionObserver::node_failed(const NodeInfo& info, const char* what) {
         if (t->reqs[i].started) epprof_status_release(epprof_counting_context_stop(t->reqs[i].context->ctx));
     ts.pop();  // a failed dispatch delivers no counters
   }
-  if (options_.inner) options_.inner->node_failed(info, what);
 }
 
-uint32_t SessionObserver::kernel_replays(const NodeInfo& info) {
+uint32_t DispatchService::kernel_replays(const NodeInfo& info) {
   const Dispatch* t = state().top(info);
   return t && t->owner == this ? t->replays : 0;
 }
 
-void SessionObserver::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
-  if (options_.inner) options_.inner->replay_begin(info, replay);
+void DispatchService::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
   const uint32_t pass = replay.pass;
   Dispatch* top = state().top(info);
   if (!top || top->owner != this) return;
@@ -379,12 +338,8 @@ void SessionObserver::replay_begin(const NodeInfo& info, const ReplayInfo& repla
   }
 }
 
-void SessionObserver::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
-  replay_end_counting(info, replay.pass, error);
-  if (options_.inner) options_.inner->replay_end(info, replay, error);
-}
-
-void SessionObserver::replay_end_counting(const NodeInfo& info, uint32_t pass, const char* error) {
+void DispatchService::replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) {
+  const uint32_t pass = replay.pass;
   ThreadState& ts = state();
   Dispatch* top = ts.top(info);
   if (!top || top->owner != this) return;
@@ -414,7 +369,7 @@ void SessionObserver::replay_end_counting(const NodeInfo& info, uint32_t pass, c
   if (pass == t.replays) finish_dispatch(info);
 }
 
-void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
+void DispatchService::finish_dispatch(const NodeInfo& info) noexcept {
   ThreadState& ts = state();
   Dispatch& t = *ts.top(info);  // the caller checked it is ours
   struct Pop {
@@ -433,27 +388,14 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
       ts.records.clear();
       for (size_t k = 0; k < src.values.size(); ++k) {
         const epprof_counter_value& v = src.values[k];
-        epprof_record c{};
-        c.size = sizeof c;
-        c.kind = EPPROF_RECORD_COUNTER;
-        c.category = EPPROF_CATEGORY_COUNTER;
-        c.correlation_id = info.correlation_id;
-        c.ts_ns = t.ts;
-        c.dur_ns = t.dur;
-        c.name = src.context->names[k];
-        c.node = t.ids->node;
-        c.op_type = t.ids->op_type;
-        c.ep = t.ids->ep;
-        c.kernel = t.ids->kernel_id;
-        c.node_index = uint32_t(info.node.index);
-        c.run_id = info.run_id;
-        c.tid = current_tid();
+        epprof_record c =
+            dispatch_record(t, info, EPPROF_RECORD_COUNTER, EPPROF_CATEGORY_COUNTER, src.context->names[k]);
         c.counter_flags = v.flags;
         c.value = v.value;
         c.time_enabled_ns = v.time_enabled_ns;
         c.time_running_ns = v.time_running_ns;
         ts.records.push_back(c);
-        if (options_.trace_profiler.handle && (v.flags & EPPROF_COUNTER_VALUE_VALID) && args.size() < 32) {
+        if (trace_profiler_.handle && (v.flags & EPPROF_COUNTER_VALUE_VALID) && args.size() < 32) {
           bool dup = false;
           for (const auto& a : args) dup = dup || a.key == c.name;
           if (dup) continue;
@@ -477,7 +419,7 @@ void SessionObserver::finish_dispatch(const NodeInfo& info) noexcept {
       report("deliver counters", st);
     }
     if (!args.empty())
-      report("annotate", epprof_event_annotate(options_.trace_profiler, info.correlation_id, args.data(), args.size()));
+      report("annotate", epprof_event_annotate(trace_profiler_, info.correlation_id, args.data(), args.size()));
     if (delivered) counted_.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     report("deliver counters", epprof_status_create(EPPROF_OUT_OF_MEMORY, "out of memory"));
