@@ -187,8 +187,12 @@ typedef struct epprof_session_config {
   /* Also write the accepted records as a trace here, when the session is
    * destroyed: through the same way out as epprof_profiler's traces, a
    * Chrome trace, or a SQLite database when the path ends in .db, .sqlite
-   * or .sqlite3 (as EPPROF_TRACE_FORMAT_AUTO). The directory is checked at
-   * create. NULL: no trace. */
+   * or .sqlite3 (as EPPROF_TRACE_FORMAT_AUTO). Host records are slices of
+   * their thread; device records (KERNEL, MEMCPY) go on a track per EP,
+   * attributed by correlation id to the NODE record that names the same id
+   * and its node, with a flow from it; COUNTER records become args of the
+   * host event with their id, and counter tracks. The directory is checked
+   * at create. NULL: no trace. */
   const char* trace_path;
 
   /* -- filters -- */
