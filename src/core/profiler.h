@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,7 +16,6 @@
 #include "core/clock.h"
 #include "core/ep_hooks.h"
 #include "core/intern.h"
-#include "core/name_filter.h"
 #include "core/recorder.h"
 #include "core/recording.h"
 #include "epprof/profiler.h"
