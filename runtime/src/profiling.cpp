@@ -706,16 +706,18 @@ void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
   report(epprof_event_end(profiler_, info.correlation_id, args, num_args));
 }
 
+// Whether the dispatch service wants the node's kernel run again (KERNEL
+// replay of a multi-pass counter set).
+uint32_t ProfilingObserver::kernel_replays(const NodeInfo& info) {
+  return dispatch_ ? dispatch_->kernel_replays(info) : 0;
+}
+
 // A kernel replay is an execution of its own: a node event named
 // "<node>_replay" under the replay's correlation id, which the EP profilers
 // get in start_event/stop_event, so the device work the replay issues is
 // attributed to it. Its args say which pass it was and which execution it
 // replays (replay_of: that execution's correlation id). Not in an event
 // block: replays come after the node's own event has ended.
-uint32_t ProfilingObserver::kernel_replays(const NodeInfo& info) {
-  return dispatch_ ? dispatch_->kernel_replays(info) : 0;
-}
-
 void ProfilingObserver::replay_begin(const NodeInfo& info, const ReplayInfo& replay) {
   if (profiler_.handle)
     report(epprof_event_begin(profiler_, EPPROF_CATEGORY_NODE, intern(info.node.name + "_replay"),
