@@ -3,19 +3,9 @@
 // sessions is set: a HOST_EVENT record per session phase, run and node
 // execution to every active session, and the dispatch counting service.
 //
-// Before each node it asks the sessions for counters
-// (epprof_session_query_dispatch); for each session that returns a counter
-// configuration it opens a counting context on the executing thread (cached
-// per thread and configuration), counts the node's kernel, and delivers the
-// values (epprof_session_deliver_counters), with the cost model's flops and
-// bytes as host measures. By replay mode:
-//   KERNEL       pass 0 around the node; passes 1..P-1 around replays of the
-//                kernel that the executor runs after node_end on the same
-//                inputs (RunObserver::kernel_replays), outputs discarded;
-//   NONE         every pass at once, multiplexed: scaled estimates;
-//   APPLICATION,
-//   USER         the pass the tool opened (epprof_session_begin_pass).
-// With no session active, each hook costs one relaxed atomic load.
+// What it reports and how each replay mode counts is documented once, for
+// users, in epprof/rt/profiling.h. With no session active, each hook costs
+// one relaxed atomic load.
 //
 // The observer calls it inside its own profiler events: node_begin after
 // the node event began, node_counted before it ends, node_recorded after;

@@ -94,10 +94,10 @@ class RunObserver {
   // propagates, so that every node_begin is closed.
   virtual void node_failed(const NodeInfo&, const char* /*what*/) {}
   // Kernel replay (a counter set that needs several passes; see
-  // ProfilingOptions::sessions in epprof/rt/profiling.h). Called after node_end on the same
-  // thread; returning n > 0 asks the executor to run the node's kernel n
-  // more times on the same inputs, discarding their outputs (the run's
-  // results stay the first execution's). Replays are not part of the
+  // ProfilingOptions::sessions in epprof/rt/profiling.h). Called after
+  // node_end on the same thread; returning n > 0 asks the executor to run
+  // the node's kernel n more times on the same inputs, discarding their
+  // outputs (the run's results stay the first execution's). Replays are not part of the
   // node's event: node_end has already been called. Each replay is an
   // execution of its own, with its own correlation id (ReplayInfo), and
   // every observer of the run gets replay_begin/replay_end around it, so a
