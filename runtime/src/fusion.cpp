@@ -140,13 +140,26 @@ bool static_shape(const Model& m, const std::string& name, Shape* out) {
   return true;
 }
 
-// An activation FusedConv takes: Relu, or Clip with constant bounds (its
-// attributes before opset 11, initializer inputs from then on).
+// An activation FusedConv takes, the ones ONNX Runtime's CPU EP fuses into
+// a Conv: Relu, Sigmoid, Tanh, LeakyRelu and HardSigmoid (from opset 6, the
+// versions without consumed_inputs; HardSigmoid only as version 6, as ONNX
+// Runtime matches it), or Clip with constant bounds (its attributes before
+// opset 11, initializer inputs from then on).
 bool activation_of(const Model& m, const Node& n, std::string* name, std::vector<float>* params) {
   if (!n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) return false;
-  if (n.op_type == "Relu") {
-    *name = "Relu";
-    params->clear();
+  params->clear();
+  if (n.op_type == "Relu" || ((n.op_type == "Sigmoid" || n.op_type == "Tanh") && n.opset >= 6)) {
+    *name = n.op_type;
+    return true;
+  }
+  if (n.op_type == "LeakyRelu" && n.opset >= 6) {
+    *name = n.op_type;
+    *params = {n.attr_float("alpha", 0.01f)};
+    return true;
+  }
+  if (n.op_type == "HardSigmoid" && n.opset >= 6 && n.opset < 22) {
+    *name = n.op_type;
+    *params = {n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
     return true;
   }
   if (n.op_type != "Clip") return false;

@@ -3,9 +3,10 @@
 // that a profile spends its time as the deployment does:
 // - Conv + BatchNormalization: the normalisation folded into the Conv's
 //   weights and bias (new initializers), for any EP: the Conv stays a Conv.
-// - Conv [+ Add] [+ Relu | Clip]: one com.microsoft FusedConv, ONNX
-//   Runtime's contrib op (Y = activation(Conv(X, W, B) + Z)), where the CPU
-//   EP runs all of them: an EP that claims one of the nodes keeps them.
+// - Conv [+ Add] [+ Relu | Clip | LeakyRelu | Sigmoid | Tanh | HardSigmoid]:
+//   one com.microsoft FusedConv, ONNX Runtime's contrib op (Y =
+//   activation(Conv(X, W, B) + Z)), where the CPU EP runs all of them: an
+//   EP that claims one of the nodes keeps them.
 // The fused node keeps the Conv's name; the nodes it absorbed are gone from
 // the model (and the trace), as in ONNX Runtime's. SessionOptions::fuse_nodes
 // turns it off.

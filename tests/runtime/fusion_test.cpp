@@ -1,5 +1,5 @@
 // SessionOptions::fuse_nodes: a Conv's BatchNormalization folded into its
-// weights, Conv [+ Add] [+ Relu | Clip] run as one com.microsoft FusedConv,
+// weights, Conv [+ Add] [+ activation] run as one com.microsoft FusedConv,
 // with the outputs of the graph as written; what it must leave alone; and
 // FusedConv as a model may hold it.
 #include <gtest/gtest.h>
@@ -201,6 +201,39 @@ TEST(Fusion, ClipWithConstantBoundsIsTheActivation) {
   add_io(v, false, "y", {1, kM, kH, kW});
   Session sv = Session::from_bytes(bytes(v));
   EXPECT_EQ(op_types(sv), (std::vector<std::string>{"Conv", "Clip"}));
+}
+
+// The other activations ONNX Runtime's CPU EP fuses into a Conv, with
+// their attributes (or the defaults) as the FusedConv's parameters.
+TEST(Fusion, TheActivationsOnnxRuntimeFusesJoinTheConv) {
+  struct Case {
+    std::string op;
+    std::vector<std::pair<std::string, float>> attrs;
+    std::vector<float> params;
+  };
+  for (const Case& c : {Case{"LeakyRelu", {{"alpha", 0.3f}}, {0.3f}}, Case{"LeakyRelu", {}, {0.01f}},
+                        Case{"Sigmoid", {}, {}}, Case{"Tanh", {}, {}},
+                        Case{"HardSigmoid", {{"alpha", 0.3f}, {"beta", 0.4f}}, {0.3f, 0.4f}},
+                        Case{"HardSigmoid", {}, {0.2f, 0.5f}}}) {
+    SCOPED_TRACE(c.op + (c.attrs.empty() ? " (defaults)" : ""));
+    onnx::ModelProto m = conv_bn_model();
+    auto* act = add_node(m, c.op, "act", {"n"}, {"y"});
+    for (const auto& [name, value] : c.attrs) set_float(act, name, value);
+    add_io(m, false, "y", {1, kM, kH, kW});
+    Session s = Session::from_bytes(bytes(m));
+    ASSERT_EQ(op_types(s), std::vector<std::string>{"FusedConv"});
+    EXPECT_EQ(s.nodes()[0].attr_string("activation", ""), c.op);
+    EXPECT_EQ(s.nodes()[0].has_attr("activation_params") ? s.nodes()[0].attr_floats("activation_params")
+                                                           : std::vector<float>{},
+              c.params);
+    EXPECT_EQ(s.fusions().absorbed, 1);
+    expect_same_outputs(bytes(m));
+  }
+  // Softplus is no activation ONNX Runtime's CPU EP fuses: it stays.
+  onnx::ModelProto m = conv_bn_model();
+  add_node(m, "Softplus", "act", {"n"}, {"y"});
+  add_io(m, false, "y", {1, kM, kH, kW});
+  EXPECT_EQ(op_types(Session::from_bytes(bytes(m))), (std::vector<std::string>{"Conv", "Softplus"}));
 }
 
 TEST(Fusion, LeavesAValueOthersReadAlone) {

@@ -98,9 +98,10 @@ void print_help() {
       "                       when the session is created and are not in the trace\n"
       "  --no-fusion          run the graph as written. By default, as in ONNX Runtime,\n"
       "                       a BatchNormalization after a Conv is folded into its\n"
-      "                       weights, and a Conv with the Add and Relu or Clip after it\n"
-      "                       runs as one FusedConv node (where the CPU EP runs them\n"
-      "                       all); the nodes it absorbed are not in the trace, and\n"
+      "                       weights, and a Conv with the Add and the activation after\n"
+      "                       it (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid) runs\n"
+      "                       as one FusedConv node (where the CPU EP runs them all);\n"
+      "                       the nodes it absorbed are not in the trace, and\n"
       "                       float Constant nodes become initializers\n"
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
@@ -404,7 +405,7 @@ std::string fusions_text(const rt::Session::Fusions& f) {
   if (f.batch_norms) out = std::to_string(f.batch_norms) + " BatchNormalization folded into Conv";
   if (f.fused_convs)
     out += (out.empty() ? "" : ", ") + std::to_string(f.fused_convs) + " Conv made FusedConv, absorbing " +
-           std::to_string(f.absorbed) + " Add/Relu/Clip";
+           std::to_string(f.absorbed) + " Add and activation nodes";
   return out.empty() ? "none" : out;
 }
 

@@ -511,14 +511,19 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
     const Tensor* z = ctx.optional_input(3);
     if (z && (z->dtype() != DataType::Float || z->shape() != cs.out_shape))
       fail("FusedConv Z must be float" + shape_to_string(cs.out_shape) + " (Y's shape), got " + z->description());
-    // Z, Relu and Clip go into the implicit GEMM's stores where it runs.
+    // Z, Relu, Clip and LeakyRelu go into the implicit GEMM's stores where
+    // it runs.
     DirectEpilogue direct;
     direct.z = z ? z->data<float>() : nullptr;
-    direct.lo = e.a, direct.hi = e.b;
-    const bool in_stores = e.act == Activation::kNone || e.act == Activation::kRelu || e.act == Activation::kClip;
-    direct.act = e.act == Activation::kRelu   ? DirectEpilogue::Act::kRelu
-                 : e.act == Activation::kClip ? DirectEpilogue::Act::kClip
-                                              : DirectEpilogue::Act::kNone;
+    direct.lo = e.a, direct.hi = e.b, direct.alpha = e.a;
+    bool in_stores = true;
+    switch (e.act) {
+      case Activation::kNone: direct.act = DirectEpilogue::Act::kNone; break;
+      case Activation::kRelu: direct.act = DirectEpilogue::Act::kRelu; break;
+      case Activation::kClip: direct.act = DirectEpilogue::Act::kClip; break;
+      case Activation::kLeakyRelu: direct.act = DirectEpilogue::Act::kLeakyRelu; break;
+      default: in_stores = false;
+    }
     bool finished = false;
     Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
     if (!finished && (z || e.act != Activation::kNone)) {

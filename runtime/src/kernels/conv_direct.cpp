@@ -142,6 +142,13 @@ __attribute__((target("avx512f"))) inline __m512 finish_vector(__m512 v, const D
       v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), hi);
       break;
     }
+    case DirectEpilogue::Act::kLeakyRelu: {  // max(v, 0) + alpha * min(v, 0)
+      // The zero first: vmaxps and vminps return their second operand when
+      // either is NaN, so NaN stays NaN, as in activations.h.
+      const __m512 zero = _mm512_setzero_ps();
+      v = _mm512_fmadd_ps(_mm512_set1_ps(e.alpha), _mm512_min_ps(zero, v), _mm512_max_ps(zero, v));
+      break;
+    }
   }
   return v;
 }

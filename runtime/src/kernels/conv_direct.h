@@ -21,12 +21,14 @@ bool conv_direct_runs(const ConvShape& cs);
 
 // What FusedConv adds to each output as the tile stores it, while the
 // tile is in registers and on the thread that computed it: Z (of Y's
-// shape; null: none), then Relu (v > 0 ? v : 0) or the Clip op's clamp
-// (below lo: lo; then above hi: hi; NaN stays NaN).
+// shape; null: none), then Relu (v > 0 ? v : 0), the Clip op's clamp
+// (below lo: lo; then above hi: hi; NaN stays NaN) or LeakyRelu (v < 0 ?
+// alpha * v : v; NaN stays NaN), each as activations.h computes it.
 struct DirectEpilogue {
-  enum class Act { kNone, kRelu, kClip } act = Act::kNone;
+  enum class Act { kNone, kRelu, kClip, kLeakyRelu } act = Act::kNone;
   const float* z = nullptr;
-  float lo = 0.0f, hi = 0.0f;
+  float lo = 0.0f, hi = 0.0f;  // Clip's bounds
+  float alpha = 0.0f;          // LeakyRelu's slope
 };
 
 // Y = conv(X, W) + bias (null: no bias), then `epilogue` (null: none), for

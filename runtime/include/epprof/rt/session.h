@@ -52,7 +52,8 @@ struct SessionOptions {
   // Fuse, when the session is created, what ONNX Runtime fuses in a CNN at
   // its default optimisation level: a BatchNormalization after a Conv is
   // folded into the Conv's weights and bias, and a Conv with the Add and
-  // the Relu or Clip after it becomes one com.microsoft FusedConv where the
+  // the activation after it (Relu, Clip with constant bounds, LeakyRelu,
+  // Sigmoid, Tanh, HardSigmoid) becomes one com.microsoft FusedConv where the
   // CPU EP runs them all (an EP that claims one of them keeps them). The
   // fused node keeps the Conv's name; the nodes it absorbed are not in
   // nodes() and never run, as in ONNX Runtime's profile. Float Constant
