@@ -28,6 +28,12 @@ void require_type(const Tensor& t, DataType type, const char* what) {
 
 void require_float(const Tensor& t, const char* what) { require_type(t, DataType::Float, what); }
 
+ChannelShape channel_shape(const Tensor& x, const std::string& what, const char* input) {
+  if (x.rank() < 2) fail(what + ": " + input + " must have rank >= 2 ([N, C, ...]), got " + x.description());
+  const int64_t N = x.dim(0), C = x.dim(1);
+  return {N, C, N * C != 0 ? x.size() / (N * C) : 0};
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);

@@ -146,6 +146,26 @@ void dispatch_float(const Tensor& x, const std::string& what, F&& f) {
   else fail(what + ": input must be float or double, got " + x.description());
 }
 
+// The [N, C, ...] shape the per-channel kernels (BatchNormalization,
+// InstanceNormalization, LRN) read X as: N, C, and S elements per (n, c).
+// Fails, naming `what` and X (`input`), below rank 2.
+struct ChannelShape {
+  int64_t N, C, S;
+};
+ChannelShape channel_shape(const Tensor& x, const std::string& what, const char* input = "input");
+
+// Input `i` of a per-channel kernel, a [C] vector of x's type (T), else a
+// failure naming `what` and the input (`name`).
+template <typename T>
+const T* channel_param(const KernelContext& ctx, size_t i, const Tensor& x, int64_t C, const std::string& what,
+                       const char* name) {
+  const Tensor& p = ctx.input(i);
+  if (p.dtype() != x.dtype() || p.shape() != Shape{C})
+    fail(what + ": input '" + name + "' must be " + type_name(x.dtype()) + "[" + std::to_string(C) + "], got " +
+         p.description());
+  return p.data<T>();
+}
+
 // The 16-bit floats compute in float; every other type as itself.
 template <typename T>
 constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;

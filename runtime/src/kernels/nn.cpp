@@ -64,19 +64,13 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node) {
   const std::string what = node.describe();
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 2) fail(what + ": input X must have rank >= 2 ([N, C, ...]), got " + x.description());
-    const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
+    const ChannelShape cs = channel_shape(x, what, "input X");
+    const int64_t N = cs.N, C = cs.C, S = cs.S;
     dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       const char* names[] = {"scale", "B", "input_mean", "input_var"};
       const T* p[4];
-      for (size_t i = 0; i < 4; ++i) {
-        const Tensor& t = ctx.input(i + 1);
-        if (t.dtype() != x.dtype() || t.shape() != Shape{C})
-          fail(what + ": input '" + names[i] + "' must be " + type_name(x.dtype()) + "[" + std::to_string(C) +
-               "], got " + t.description());
-        p[i] = t.data<T>();
-      }
+      for (size_t i = 0; i < 4; ++i) p[i] = channel_param<T>(ctx, i + 1, x, C, what, names[i]);
       const T* xd = x.data<T>();
       std::vector<double> mean(p[2], p[2] + C), var(p[3], p[3] + C);
       if (training) {

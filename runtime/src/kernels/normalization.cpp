@@ -19,19 +19,12 @@ std::unique_ptr<Kernel> make_instance_norm(const Node& node) {
   const std::string what = node.describe();
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 2) fail(what + ": input must have rank >= 2 ([N, C, ...]), got " + x.description());
-    const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
+    const ChannelShape cs = channel_shape(x, what);
+    const int64_t N = cs.N, C = cs.C, S = cs.S;
     dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
-      const char* names[] = {"scale", "B"};
-      for (size_t i = 1; i <= 2; ++i) {
-        const Tensor& p = ctx.input(i);
-        if (p.dtype() != x.dtype() || p.shape() != Shape{C})
-          fail(what + ": input '" + names[i - 1] + "' must be " + type_name(x.dtype()) + "[" + std::to_string(C) +
-               "], got " + p.description());
-      }
-      const T* scale = ctx.input(1).data<T>();
-      const T* bias = ctx.input(2).data<T>();
+      const T* scale = channel_param<T>(ctx, 1, x, C, what, "scale");
+      const T* bias = channel_param<T>(ctx, 2, x, C, what, "B");
       Tensor out(x.dtype(), x.shape());
       for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c) {
@@ -62,8 +55,8 @@ std::unique_ptr<Kernel> make_lrn(const Node& node) {
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   return make_kernel([=](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 2) fail(what + ": input must have rank >= 2 ([N, C, ...]), got " + x.description());
-    const int64_t N = x.dim(0), C = x.dim(1), S = N * C != 0 ? x.size() / (N * C) : 0;
+    const ChannelShape cs = channel_shape(x, what);
+    const int64_t N = cs.N, C = cs.C, S = cs.S;
     dispatch_float(x, what, [&](auto tag) {
       using T = decltype(tag);
       Tensor out(x.dtype(), x.shape());
