@@ -84,6 +84,7 @@ int64_t ClockModel::duration(int64_t device_dur_ns) const {
 AnchoredClock::AnchoredClock(const ClockModel& model, std::vector<Sample> samples) : model_(model) {
   std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.queued_ns < b.queued_ns; });
   const size_t n = samples.size();
+  if (n == 0) return;  // no command to anchor: the model alone
   // Each sample's allowed correction [lo, hi], narrowed by its neighbours':
   // c may change by kMaxSlope per device ns, forwards and backwards.
   std::vector<double> lo(n), hi(n);

@@ -39,6 +39,15 @@ TEST(OpenClAnchoredClock, CommandsInsideTheirBracketsKeepTheModelsPlace) {
   EXPECT_EQ(c.error_ns(s[0], s[0].queued_ns + 2'000), 1'000 + 2);  // the bracket, and 1000 ppm of 2 us
 }
 
+// A scope whose run failed before its first command: no samples, the model.
+TEST(OpenClAnchoredClock, NoSamplesLeaveTheModel) {
+  const ClockModel m = slow_device();
+  const AnchoredClock c(m, {});
+  EXPECT_EQ(c.corrected(), 0u);
+  EXPECT_EQ(c.inconsistent(), 0u);
+  for (int64_t t : {0, 100'000'000}) EXPECT_EQ(c.to_host(t), m.to_host(t)) << t;
+}
+
 TEST(OpenClAnchoredClock, ACommandOutsideItsBracketIsMovedIntoIt) {
   const ClockModel m = slow_device();
   const int64_t q = 100'000'000, p = m.to_host(q);
