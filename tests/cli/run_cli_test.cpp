@@ -548,6 +548,37 @@ TEST(RunCli, InputOfTheWrongShapeIsNamed) {
   EXPECT_NE(r.output.find("no input named 'nosuch'"), std::string::npos) << r.output;
 }
 
+// --input FILE, without NAME=, takes the input the file's tensor is named
+// for, as ONNX test data's input_N.pb files are; a nameless tensor, an
+// input given twice and a name the model lacks are refused, naming the file.
+TEST(RunCli, AnInputFileWithoutANameFeedsTheInputItsTensorIsNamedFor) {
+  TempDir dir;
+  const std::string model = dir.file("relu.onnx");
+  std::ofstream(model, std::ios::binary) << rtt::bytes(rtt::relu_model());
+  const epprof::rt::Tensor x = epprof::rt::Tensor::from_vector<float>({2, 3}, {-1, 2, -3, 4, -5, 6});
+  epprof::rt::write_tensor_file(dir.file("input_0.pb"), x, "x");
+  Result r = epprof({model, "--input", dir.file("input_0.pb"), "--no-profile", "--save-outputs", dir.file("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto y = epprof::rt::read_tensor_file(dir.file("out/y.pb"));
+  ASSERT_EQ(y.tensor.size(), 6);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.tensor.data<float>()[i], std::max(0.0f, x.data<float>()[i]));
+
+  epprof::rt::write_tensor_file(dir.file("nameless.pb"), x, "");
+  r = epprof({model, "--input", dir.file("nameless.pb"), "--no-profile"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("has no name; give NAME=" + dir.file("nameless.pb")), std::string::npos) << r.output;
+
+  r = epprof({model, "--input", dir.file("input_0.pb"), "--input", "x=" + dir.file("input_0.pb"), "--no-profile"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'x' is given twice"), std::string::npos) << r.output;
+
+  epprof::rt::write_tensor_file(dir.file("other.pb"), x, "other");
+  r = epprof({model, "--input", dir.file("other.pb"), "--no-profile"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no input named 'other' (the name in " + dir.file("other.pb") + ")"), std::string::npos)
+      << r.output;
+}
+
 // Random inputs get 1 for a dynamic dim; a run that then fails says so,
 // naming the input and the shape it was given.
 TEST(RunCli, AFailedRunOnGeneratedInputsNamesTheirDynamicDims) {

@@ -48,7 +48,7 @@ struct Options {
   int runs = 10;
   int warmup = 1;
   uint64_t seed = 42;
-  std::vector<std::pair<std::string, std::string>> inputs;  // name, .pb path
+  std::vector<std::pair<std::string, std::string>> inputs;  // name ("": the tensor's own), .pb path
   std::vector<std::string> plugins;                        // extra EP profiler plugins
   std::string output;
   std::string save_outputs;
@@ -106,9 +106,10 @@ void print_help() {
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
-      "  --input NAME=FILE    an input from an ONNX TensorProto file (repeatable);\n"
-      "                       inputs not given are random (float in [-1,1), int64 0),\n"
-      "                       each dynamic dim 1\n"
+      "  --input [NAME=]FILE  an input from an ONNX TensorProto file (repeatable); without\n"
+      "                       NAME=, the input the file's tensor is named for (as in the\n"
+      "                       input_N.pb files of ONNX test data). Inputs not given are\n"
+      "                       random (float in [-1,1), int64 0), each dynamic dim 1\n"
       "  --seed N             seed of the random inputs (default 42)\n"
       "  --output PATH        trace file (default: epprof_<model>.json in the current\n"
       "                       directory, .db with --format sqlite); a path ending in\n"
@@ -215,10 +216,13 @@ int parse(int argc, char** argv, Options& o) {
       if (a == "--warmup") o.warmup = int(n);
       if (a == "--seed") o.seed = uint64_t(n);
     } else if (a == "--input") {
-      if (!(v = need(i)) || !std::strchr(v, '=') || v[0] == '=')
-        return usage_error(kCommand, "--input needs NAME=FILE.pb");
+      if (!(v = need(i)) || !*v || v[0] == '=') return usage_error(kCommand, "--input needs FILE.pb or NAME=FILE.pb");
       const std::string s = v;
-      o.inputs.emplace_back(s.substr(0, s.find('=')), s.substr(s.find('=') + 1));
+      const size_t eq = s.find('=');
+      if (eq == std::string::npos)
+        o.inputs.emplace_back("", s);  // named by the file's tensor
+      else
+        o.inputs.emplace_back(s.substr(0, eq), s.substr(eq + 1));
     } else if (a == "--output") {
       if (!(v = need(i)) || !*v) return usage_error(kCommand, "--output needs a path");
       o.output = v;
@@ -344,11 +348,18 @@ std::vector<epprof_plugin_t> register_ep_profilers(const rt::SessionOptions& so)
 // the shape it was given (those dims 1), for a failed run's message.
 std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const Options& o, std::string* guessed) {
   std::map<std::string, rt::Tensor> inputs;
-  for (const auto& [name, path] : o.inputs) {
+  for (const auto& [given, path] : o.inputs) {
+    rt::NamedTensor t = rt::read_tensor_file(path);
+    const std::string& name = given.empty() ? t.name : given;
+    const std::string from = given.empty() ? " (the name in " + path + ")" : "";
+    if (name.empty())
+      throw rt::Error(rt::ErrorKind::BadInput, "--input " + path + ": the tensor in it has no name; give NAME=" + path);
     bool known = false;
     for (const auto& in : session.inputs()) known = known || in.name == name;
-    if (!known) throw rt::Error(rt::ErrorKind::BadInput, "--input: the model has no input named '" + name + "'");
-    inputs[name] = rt::read_tensor_file(path).tensor;
+    if (!known)
+      throw rt::Error(rt::ErrorKind::BadInput, "--input: the model has no input named '" + name + "'" + from);
+    if (!inputs.emplace(name, std::move(t.tensor)).second)
+      throw rt::Error(rt::ErrorKind::BadInput, "--input: input '" + name + "' is given twice" + from);
   }
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
