@@ -90,21 +90,24 @@ class DbReader {
     return s;
   }
 
-  int64_t pragma(const char* sql) {
-    sqlite3_stmt* s = prepare(sql);
-    int64_t v = -1;
-    if (s && sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  // A PRAGMA's integer into *v; false, with the error SQLite gives, when
+  // it cannot be read: the file is damaged (a truncated copy, say).
+  bool pragma(const char* sql, int64_t* v) {
+    sqlite3_stmt* s = nullptr;
+    const bool ok = sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW;
+    if (ok) *v = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    return v;
+    return ok || sql_fail("a damaged or truncated SQLite database");
   }
 
   bool open() {
     if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
       return sql_fail("cannot open the SQLite database");
-    const int64_t app = pragma("PRAGMA application_id");
+    int64_t app = 0, version = 0;
+    if (!pragma("PRAGMA application_id", &app)) return false;
     if (app != tracedb::kApplicationId)
       return fail("a SQLite database, but not an epprof trace (application_id " + std::to_string(app) + ")");
-    const int64_t version = pragma("PRAGMA user_version");
+    if (!pragma("PRAGMA user_version", &version)) return false;
     if (version != tracedb::kSchemaVersion)
       return fail("an epprof trace database of schema version " + std::to_string(version) +
                   "; this epprof reads version " + std::to_string(tracedb::kSchemaVersion));

@@ -279,6 +279,14 @@ TEST(SqliteTrace, ForeignAndDamagedDatabasesGetClearErrors) {
   r = run_cmd(cli() + " report " + cut);
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("cut.db"), std::string::npos) << r.out;
+  // Cut short at a page: SQLite reads the header, not the schema. Said so,
+  // not taken for a foreign database.
+  const std::string short_copy = dir.file("short.db");
+  write_file(short_copy, read_file(db).substr(0, 20000));
+  r = run_cmd(cli() + " report " + short_copy);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("damaged or truncated"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not an epprof trace"), std::string::npos) << r.out;
   // A string id that the strings table lacks.
   const std::string broken = dir.file("broken.db");
   ASSERT_EQ(run_cmd("cp '" + db + "' '" + broken + "' && sqlite3 '" + broken +
