@@ -605,6 +605,35 @@ TEST(RunCli, AFailedRunOnGeneratedInputsNamesTheirDynamicDims) {
   r = epprof({model, "--runs", "1", "--input", "image=" + dir.file("image.pb"), "--output", dir.file("u.json")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("dynamic dims"), std::string::npos) << r.output;
+
+  // Or given a shape: random values of that shape, which the trace records.
+  r = epprof({model, "--runs", "1", "--shape", "image=1x1x6x7", "--output", dir.file("v.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int pools = 0;
+  for (const auto& e : epprof::testing::read_trace(dir.file("v.json")))
+    if (e.name == "pool_kernel_time" && e.ph == "X") {
+      ++pools;
+      EXPECT_NE(e.args_json.find("\"input_type_shape\":[{\"float\":[1,1,6,7]}]"), std::string::npos) << e.args_json;
+      EXPECT_NE(e.args_json.find("\"output_type_shape\":[{\"float\":[1,1,4,5]}]"), std::string::npos) << e.args_json;
+    }
+  EXPECT_GT(pools, 0);
+  // A shape that breaks the declared rank or a fixed dim, an input the model
+  // lacks, and malformed dims are refused, naming what is wrong.
+  r = epprof({model, "--shape", "image=1x1x6", "--output", dir.file("w.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--shape image=[1,1,6]: input 'image' is declared [1,1,-1,-1]"), std::string::npos)
+      << r.output;
+  r = epprof({model, "--shape", "image=1x2x6x7", "--output", dir.file("w.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("dim 1 is fixed"), std::string::npos) << r.output;
+  r = epprof({model, "--shape", "nosuch=1", "--output", dir.file("w.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--shape: the model has no input named 'nosuch'"), std::string::npos) << r.output;
+  for (const char* bad : {"image", "=1x2", "image=", "image=1xx2", "image=1x-2", "image=1x2x"}) {
+    r = epprof({model, "--shape", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("--shape needs NAME=DIMS"), std::string::npos) << bad << ": " << r.output;
+  }
 }
 
 // By default nodes computed from initializers alone run once, at session

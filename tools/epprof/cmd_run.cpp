@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -49,6 +50,7 @@ struct Options {
   int warmup = 1;
   uint64_t seed = 42;
   std::vector<std::pair<std::string, std::string>> inputs;  // name ("": the tensor's own), .pb path
+  std::vector<std::pair<std::string, rt::Shape>> shapes;    // --shape: a random input's shape
   std::vector<std::string> plugins;                        // extra EP profiler plugins
   std::string output;
   std::string save_outputs;
@@ -64,6 +66,23 @@ struct Options {
   int pause_ms = 0;
   bool runs_given = false;
 };
+
+// "1x3x224x224" (or with commas) as a shape: 1 to 8 dims, each 0..2^31-1.
+bool parse_dims(const char* text, rt::Shape* out) {
+  out->clear();
+  std::string dim;
+  for (const char* p = text;; ++p) {
+    if (*p == 'x' || *p == ',' || *p == '\0') {
+      int64_t d = 0;
+      if (dim.empty() || !parse_int(dim.c_str(), 0, INT32_MAX, &d) || out->size() == 8) return false;
+      out->push_back(d);
+      dim.clear();
+      if (!*p) return true;
+    } else {
+      dim += *p;
+    }
+  }
+}
 
 void print_help() {
   std::printf(
@@ -110,6 +129,9 @@ void print_help() {
       "                       NAME=, the input the file's tensor is named for (as in the\n"
       "                       input_N.pb files of ONNX test data). Inputs not given are\n"
       "                       random (float in [-1,1), int64 0), each dynamic dim 1\n"
+      "  --shape NAME=DIMS    the shape of a random input, its dims joined by 'x' (e.g.\n"
+      "                       x=1x3x48x320), for a model whose inputs have dynamic dims;\n"
+      "                       it must keep the input's rank and fixed dims (repeatable)\n"
       "  --seed N             seed of the random inputs (default 42)\n"
       "  --output PATH        trace file (default: epprof_<model>.json in the current\n"
       "                       directory, .db with --format sqlite); a path ending in\n"
@@ -223,6 +245,12 @@ int parse(int argc, char** argv, Options& o) {
         o.inputs.emplace_back("", s);  // named by the file's tensor
       else
         o.inputs.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+    } else if (a == "--shape") {
+      rt::Shape shape;
+      const char* dims = (v = need(i)) ? std::strchr(v, '=') : nullptr;
+      if (!dims || dims == v || !parse_dims(dims + 1, &shape))
+        return usage_error(kCommand, "--shape needs NAME=DIMS, the dims joined by 'x', e.g. x=1x3x224x224");
+      o.shapes.emplace_back(std::string(v, dims), shape);
     } else if (a == "--output") {
       if (!(v = need(i)) || !*v) return usage_error(kCommand, "--output needs a path");
       o.output = v;
@@ -361,19 +389,43 @@ std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const 
     if (!inputs.emplace(name, std::move(t.tensor)).second)
       throw rt::Error(rt::ErrorKind::BadInput, "--input: input '" + name + "' is given twice" + from);
   }
+  std::map<std::string, rt::Shape> shapes;
+  for (const auto& [name, shape] : o.shapes) {
+    const rt::IoInfo* info = nullptr;
+    for (const auto& in : session.inputs())
+      if (in.name == name) info = &in;
+    if (!info) throw rt::Error(rt::ErrorKind::BadInput, "--shape: the model has no input named '" + name + "'");
+    if (inputs.count(name) || !shapes.emplace(name, shape).second)
+      throw rt::Error(rt::ErrorKind::BadInput, "--shape: input '" + name + "' is given twice");
+    if (!info->has_shape) continue;  // any rank
+    const std::string declared = "input '" + name + "' is declared " + rt::shape_to_string(info->shape) + " (-1: dynamic)";
+    if (shape.size() != info->shape.size())
+      throw rt::Error(rt::ErrorKind::BadInput, "--shape " + name + "=" + rt::shape_to_string(shape) + ": " + declared);
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (info->shape[d] >= 0 && shape[d] != info->shape[d])
+        throw rt::Error(rt::ErrorKind::BadInput, "--shape " + name + "=" + rt::shape_to_string(shape) + ": dim " +
+                                                     std::to_string(d) + " is fixed; " + declared);
+  }
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (const auto& in : session.inputs()) {
     if (inputs.count(in.name)) continue;
-    if (!in.has_shape)
-      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' has no known rank; give it with --input");
-    rt::Shape shape = in.shape;
+    const auto given = shapes.find(in.name);
+    if (!in.has_shape && given == shapes.end())
+      throw rt::Error(rt::ErrorKind::BadInput,
+                      "input '" + in.name + "' has no known rank; give it with --input or --shape");
+    rt::Shape shape = given != shapes.end() ? given->second : in.shape;
     bool dynamic = false;
     for (auto& d : shape) {
       dynamic = dynamic || d < 0;
       d = d < 0 ? 1 : d;  // dynamic dims: 1
     }
     if (dynamic) *guessed += (guessed->empty() ? "'" : ", '") + in.name + "' " + rt::shape_to_string(shape);
+    double elements = 1;
+    for (int64_t d : shape) elements *= double(d);
+    if (elements > double(int64_t(1) << 31))
+      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' " + rt::shape_to_string(shape) +
+                                                   " would hold over 2^31 elements; give a smaller --shape");
     rt::Tensor t(in.type, shape);
     if (in.type == rt::DataType::Float) {
       float* p = t.mutable_data<float>();
@@ -617,7 +669,7 @@ int execute(const Options& o) {
       run_error = "run " + std::to_string(k + 1) + " failed: " + e.what();
       if (!guessed.empty())
         run_error += " (random inputs with dynamic dims set to 1: " + guessed +
-                     "; give real ones with --input NAME=FILE)";
+                     "; give real ones with --input NAME=FILE, or their shapes with --shape NAME=DIMS)";
       break;
     }
     if (run_profiler) {
