@@ -112,8 +112,8 @@ class EndOrder {
         e.copy = keep_copy(*r);
         e.rec = reinterpret_cast<const core::Record*>(copies_[e.copy].data());
       }
-      open_.push_back(std::move(e));
-      std::push_heap(open_.begin(), open_.end(), later);
+      open_.push_back(e);
+      std::push_heap(open_.begin(), open_.end(), Later());
     }
     plugin_memory_before(INT64_MAX);
     host_done_ = true;
@@ -134,12 +134,16 @@ class EndOrder {
     uint32_t copy = kNoCopy;  // copies_[copy] holds rec's bytes, when the merger's could move
     int64_t end() const { return ts + dur; }
   };
-  // Heap order: the top is the host event to write first.
-  static bool later(const Pending& a, const Pending& b) {
-    if (a.end() != b.end()) return a.end() > b.end();
-    if (a.ts != b.ts) return a.ts < b.ts;
-    return a.seq < b.seq;
-  }
+  // Heap order: the top is the host event to write first. A type, not a
+  // function: the heap's comparisons inline instead of calling through a
+  // pointer (for every host event, at each level of its push and pop).
+  struct Later {
+    bool operator()(const Pending& a, const Pending& b) const {
+      if (a.end() != b.end()) return a.end() > b.end();
+      if (a.ts != b.ts) return a.ts < b.ts;
+      return a.seq < b.seq;
+    }
+  };
 
   // A copy of a spilled record, in a buffer of copies_ that a written event
   // gave back: a stop that reads back millions of spilled events allocates
@@ -201,7 +205,7 @@ class EndOrder {
       if (take_device) {
         write_device(device_order_[next_device_++]);
       } else {
-        std::pop_heap(open_.begin(), open_.end(), later);
+        std::pop_heap(open_.begin(), open_.end(), Later());
         write_host(open_.back());
         if (open_.back().copy != kNoCopy) free_copies_.push_back(open_.back().copy);
         open_.pop_back();
@@ -267,7 +271,7 @@ class EndOrder {
   Annotations notes_;
   std::vector<exporter::ExtraArg> with_memory_;  // a node's annotations and mem_* args
 
-  std::vector<Pending> open_;  // a heap (later): host events read, not yet written
+  std::vector<Pending> open_;  // a heap (Later): host events read, not yet written
   // Moving a buffer's vector (copies_ growing) keeps its data where it is.
   std::vector<std::vector<unsigned char>> copies_;
   std::vector<uint32_t> free_copies_;
