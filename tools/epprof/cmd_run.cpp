@@ -14,7 +14,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -31,6 +30,7 @@
 #include "io/atomic_file.h"
 #include "op_table.h"
 #include "run_counters.h"
+#include "run_inputs.h"
 #include "run_serve.h"
 
 namespace epprof::cli {
@@ -48,9 +48,7 @@ struct Options {
   bool fuse_nodes = true;      // rt::SessionOptions::fuse_nodes
   int runs = 10;
   int warmup = 1;
-  uint64_t seed = 42;
-  std::vector<std::pair<std::string, std::string>> inputs;  // name ("": the tensor's own), .pb path
-  std::vector<std::pair<std::string, rt::Shape>> shapes;    // --shape: a random input's shape
+  InputOptions inputs;  // --input, --shape, --seed (run_inputs.h)
   std::vector<std::string> plugins;                        // extra EP profiler plugins
   std::string output;
   std::string save_outputs;
@@ -66,23 +64,6 @@ struct Options {
   int pause_ms = 0;
   bool runs_given = false;
 };
-
-// "1x3x224x224" (or with commas) as a shape: 1 to 8 dims, each 0..2^31-1.
-bool parse_dims(const char* text, rt::Shape* out) {
-  out->clear();
-  std::string dim;
-  for (const char* p = text;; ++p) {
-    if (*p == 'x' || *p == ',' || *p == '\0') {
-      int64_t d = 0;
-      if (dim.empty() || !parse_int(dim.c_str(), 0, INT32_MAX, &d) || out->size() == 8) return false;
-      out->push_back(d);
-      dim.clear();
-      if (!*p) return true;
-    } else {
-      dim += *p;
-    }
-  }
-}
 
 void print_help() {
   std::printf(
@@ -125,14 +106,7 @@ void print_help() {
       "  --runs N             measured runs, 1..1000000 (default 10)\n"
       "  --warmup N           runs before the measured ones, 0..1000000 (default 1);\n"
       "                       they are in the trace but not in the table\n"
-      "  --input [NAME=]FILE  an input from an ONNX TensorProto file (repeatable); without\n"
-      "                       NAME=, the input the file's tensor is named for (as in the\n"
-      "                       input_N.pb files of ONNX test data). Inputs not given are\n"
-      "                       random (float in [-1,1), int64 0), each dynamic dim 1\n"
-      "  --shape NAME=DIMS    the shape of a random input, its dims joined by 'x' (e.g.\n"
-      "                       x=1x3x48x320), for a model whose inputs have dynamic dims;\n"
-      "                       it must keep the input's rank and fixed dims (repeatable)\n"
-      "  --seed N             seed of the random inputs (default 42)\n"
+      "%s"
       "  --output PATH        trace file (default: epprof_<model>.json in the current\n"
       "                       directory, .db with --format sqlite); a path ending in\n"
       "                       .db, .sqlite or .sqlite3 gets a SQLite trace database\n"
@@ -185,7 +159,8 @@ void print_help() {
       "\n"
       "Exit status: 0 on success, 1 if loading, running or writing fails (the\n"
       "message names the problem), 2 for a bad command line.\n",
-      rt::default_intra_op_threads(), std::max(1u, std::thread::hardware_concurrency()), counter_options_help(),
+      rt::default_intra_op_threads(), std::max(1u, std::thread::hardware_concurrency()), input_options_help(),
+      counter_options_help(),
       rt::sgemm_kernels().c_str(), rt::blas_kernels().c_str());
 }
 
@@ -209,6 +184,10 @@ int parse(int argc, char** argv, Options& o) {
       if (c < 0) return kExitUsage;
       continue;
     }
+    if (const int c = parse_input_option(argc, argv, i, o.inputs)) {
+      if (c < 0) return kExitUsage;
+      continue;
+    }
     if (a == "-h" || a == "--help") {
       print_help();
       std::exit(kExitOk);
@@ -226,31 +205,16 @@ int parse(int argc, char** argv, Options& o) {
       if (std::strcmp(v, "sequential") == 0) o.executor = rt::ExecutorKind::Sequential;
       else if (std::strcmp(v, "parallel") == 0) o.executor = rt::ExecutorKind::Parallel;
       else return usage_error(kCommand, std::string("--executor: unknown executor '") + v + "' (sequential or parallel)");
-    } else if (a == "--threads" || a == "--inter-op-threads" || a == "--runs" || a == "--warmup" || a == "--seed") {
+    } else if (a == "--threads" || a == "--inter-op-threads" || a == "--runs" || a == "--warmup") {
       const bool threads = a == "--threads" || a == "--inter-op-threads";
       const int64_t lo = threads || a == "--runs" ? 1 : 0;
-      const int64_t hi = threads ? 256 : a == "--seed" ? INT64_MAX : 1000000;
+      const int64_t hi = threads ? 256 : 1000000;
       if (!(v = need(i)) || !parse_int(v, lo, hi, &n))
         return usage_error(kCommand, a + " needs an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
       if (a == "--threads") o.threads = int(n);
       if (a == "--inter-op-threads") o.inter_op_threads = int(n);
       if (a == "--runs") o.runs = int(n), o.runs_given = true;
       if (a == "--warmup") o.warmup = int(n);
-      if (a == "--seed") o.seed = uint64_t(n);
-    } else if (a == "--input") {
-      if (!(v = need(i)) || !*v || v[0] == '=') return usage_error(kCommand, "--input needs FILE.pb or NAME=FILE.pb");
-      const std::string s = v;
-      const size_t eq = s.find('=');
-      if (eq == std::string::npos)
-        o.inputs.emplace_back("", s);  // named by the file's tensor
-      else
-        o.inputs.emplace_back(s.substr(0, eq), s.substr(eq + 1));
-    } else if (a == "--shape") {
-      rt::Shape shape;
-      const char* dims = (v = need(i)) ? std::strchr(v, '=') : nullptr;
-      if (!dims || dims == v || !parse_dims(dims + 1, &shape))
-        return usage_error(kCommand, "--shape needs NAME=DIMS, the dims joined by 'x', e.g. x=1x3x224x224");
-      o.shapes.emplace_back(std::string(v, dims), shape);
     } else if (a == "--output") {
       if (!(v = need(i)) || !*v) return usage_error(kCommand, "--output needs a path");
       o.output = v;
@@ -371,74 +335,6 @@ std::vector<epprof_plugin_t> register_ep_profilers(const rt::SessionOptions& so)
   return out;
 }
 
-// Random inputs for every required input not given on the command line.
-// Each one whose declared shape has dynamic dims is named in *guessed with
-// the shape it was given (those dims 1), for a failed run's message.
-std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const Options& o, std::string* guessed) {
-  std::map<std::string, rt::Tensor> inputs;
-  for (const auto& [given, path] : o.inputs) {
-    rt::NamedTensor t = rt::read_tensor_file(path);
-    const std::string& name = given.empty() ? t.name : given;
-    const std::string from = given.empty() ? " (the name in " + path + ")" : "";
-    if (name.empty())
-      throw rt::Error(rt::ErrorKind::BadInput, "--input " + path + ": the tensor in it has no name; give NAME=" + path);
-    bool known = false;
-    for (const auto& in : session.inputs()) known = known || in.name == name;
-    if (!known)
-      throw rt::Error(rt::ErrorKind::BadInput, "--input: the model has no input named '" + name + "'" + from);
-    if (!inputs.emplace(name, std::move(t.tensor)).second)
-      throw rt::Error(rt::ErrorKind::BadInput, "--input: input '" + name + "' is given twice" + from);
-  }
-  std::map<std::string, rt::Shape> shapes;
-  for (const auto& [name, shape] : o.shapes) {
-    const rt::IoInfo* info = nullptr;
-    for (const auto& in : session.inputs())
-      if (in.name == name) info = &in;
-    if (!info) throw rt::Error(rt::ErrorKind::BadInput, "--shape: the model has no input named '" + name + "'");
-    if (inputs.count(name) || !shapes.emplace(name, shape).second)
-      throw rt::Error(rt::ErrorKind::BadInput, "--shape: input '" + name + "' is given twice");
-    if (!info->has_shape) continue;  // any rank
-    const std::string declared = "input '" + name + "' is declared " + rt::shape_to_string(info->shape) + " (-1: dynamic)";
-    if (shape.size() != info->shape.size())
-      throw rt::Error(rt::ErrorKind::BadInput, "--shape " + name + "=" + rt::shape_to_string(shape) + ": " + declared);
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (info->shape[d] >= 0 && shape[d] != info->shape[d])
-        throw rt::Error(rt::ErrorKind::BadInput, "--shape " + name + "=" + rt::shape_to_string(shape) + ": dim " +
-                                                     std::to_string(d) + " is fixed; " + declared);
-  }
-  std::mt19937_64 rng(o.seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (const auto& in : session.inputs()) {
-    if (inputs.count(in.name)) continue;
-    const auto given = shapes.find(in.name);
-    if (!in.has_shape && given == shapes.end())
-      throw rt::Error(rt::ErrorKind::BadInput,
-                      "input '" + in.name + "' has no known rank; give it with --input or --shape");
-    rt::Shape shape = given != shapes.end() ? given->second : in.shape;
-    bool dynamic = false;
-    for (auto& d : shape) {
-      dynamic = dynamic || d < 0;
-      d = d < 0 ? 1 : d;  // dynamic dims: 1
-    }
-    if (dynamic) *guessed += (guessed->empty() ? "'" : ", '") + in.name + "' " + rt::shape_to_string(shape);
-    double elements = 1;
-    for (int64_t d : shape) elements *= double(d);
-    if (elements > double(int64_t(1) << 31))
-      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' " + rt::shape_to_string(shape) +
-                                                   " would hold over 2^31 elements; give a smaller --shape");
-    rt::Tensor t(in.type, shape);
-    if (in.type == rt::DataType::Float) {
-      float* p = t.mutable_data<float>();
-      for (int64_t i = 0; i < t.size(); ++i) p[i] = uniform(rng);
-    } else if (in.type != rt::DataType::Int64) {
-      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' is " + rt::type_name(in.type) +
-                                                   ": only float and int64 inputs can be generated; give it with --input");
-    }
-    inputs[in.name] = t;
-  }
-  return inputs;
-}
-
 // Progress on stderr, only on a terminal and only once runs take a while.
 class Progress {
  public:
@@ -526,7 +422,7 @@ std::vector<std::shared_ptr<rt::ExecutionProvider>> make_eps(const std::vector<s
 // Every file the command reads: no output may be one of them.
 std::vector<std::string> input_paths(const Options& o, const std::string& model) {
   std::vector<std::string> in = {model};
-  for (const auto& [name, path] : o.inputs) in.push_back(path);
+  for (const auto& [name, path] : o.inputs.files) in.push_back(path);
   for (const auto& path : o.plugins) in.push_back(path);
   for (const auto& ep : o.eps)
     if (ep.find('/') != std::string::npos || ep.find(".so") != std::string::npos) in.push_back(ep);
@@ -610,7 +506,7 @@ int execute(const Options& o) {
   }
   rt::Session session(model, so);
   std::string guessed;  // generated inputs whose dynamic dims were set to 1
-  const auto inputs_data = make_inputs(session, o, &guessed);
+  const auto inputs_data = make_inputs(session, o.inputs, &guessed);
   if (o.serve) {
     ServeOptions serve{model, plugins, o.integer_timestamps, inputs, o.socket_dir, o.warmup, o.pause_ms};
     return serve_captures(session, inputs_data, serve);
