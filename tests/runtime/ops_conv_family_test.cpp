@@ -360,6 +360,18 @@ const std::vector<ConvCase>& conv_cases() {
       {"direct grouped 3x3, 44-column rows", 2, 6, 3, 44, 10, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"direct 2x2 s2 no pad", 1, 3, 8, 64, 16, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true},
       {"1-D direct k3 s1 pad1", 2, 4, 1, 37, 12, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
+      // "Same" convs of stride 1 on rows too narrow for the implicit GEMM:
+      // each tap's rows are adjacent in X, packed a panel row at a time
+      // (pack_adjacent_rows), with the padding at rows' ends and at the
+      // top and bottom zeroed; the last splits its rows across threads.
+      {"adjacent rows 3x3 same, 8 columns", 1, 6, 9, 8, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 1x3, 4 columns", 1, 5, 23, 4, 7, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, false},
+      {"adjacent rows 3x1 dil2, 5 columns", 1, 4, 11, 5, 6, 1, 3, 1, 1, 1, 2, 1, 2, 0, 2, 0, true},
+      {"adjacent rows 5x5 pad2, 3 columns", 2, 3, 6, 3, 4, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true},
+      {"adjacent rows 3x3 asym pads, 2 columns", 1, 3, 7, 2, 9, 1, 3, 3, 1, 1, 1, 1, 2, 1, 0, 1, false},
+      {"adjacent rows grouped 3x3, 6 columns", 1, 4, 10, 6, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 3x3 same, split rows", 2, 16, 40, 8, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"1-D adjacent k3 pad1", 2, 4, 1, 6, 5, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
   };
   return cases;
 }

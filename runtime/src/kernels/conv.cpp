@@ -213,6 +213,42 @@ struct Im2colPanels {
   int64_t r0, n;
 };
 
+// One depth of pack_im2col_panels where output row oh reads input row
+// oh + ih0 at every tap and rows are OW wide in X and Y: column j of the
+// product (output row r0 + j / OW, column j % OW) reads X's element
+// (ih0 + r0) * OW + off + j of the channel plane xc, where that row lies
+// inside X and the column's tap inside its row ([lo, hi)); zero elsewhere.
+// Columns [j0, end) of panels nr wide, nc / nr of them kc * nr apart from
+// `row`, this depth's row of the first; the columns past `end` are zero.
+void pack_adjacent_rows(const float* xc, const Window& w, int64_t r0, int64_t ih0, int64_t off, int64_t lo,
+                        int64_t hi, int64_t j0, int64_t end, int64_t nc, int64_t nr, int64_t kc, float* row) {
+  const int64_t OW = w.out[2];
+  // Output rows whose input row lies inside X, and the columns from the
+  // first one's first tap inside to the last one's last: all of X there.
+  const int64_t first = std::max(r0, -ih0), last = std::min(w.out[1], w.in[1] - ih0);
+  int64_t a0 = 0, b0 = 0;
+  if (first < last && lo < hi) a0 = (first - r0) * OW + lo, b0 = (last - 1 - r0) * OW + hi;
+  const int64_t at = (ih0 + r0) * OW + off;  // column j's element: xc[at + j], for j in [a0, b0)
+  for (int64_t c0 = j0; c0 < j0 + nc; c0 += nr, row += kc * nr) {
+    const int64_t c1 = c0 + nr;
+    const int64_t a = std::clamp(a0, c0, c1), b = std::clamp(std::min(b0, end), a, c1);
+    zero_short(row, a - c0);
+    if (b - a == 32)
+      std::memcpy(row + (a - c0), xc + (at + a), 32 * sizeof(float));  // a whole AVX-512 panel row: inlined
+    else
+      copy_short(row + (a - c0), xc + (at + a), b - a);
+    zero_short(row + (b - c0), c1 - b);
+    // Inside [a, b), the columns whose tap falls in a row's padding.
+    if (lo > 0 || hi < OW)
+      for (int64_t rs = a / OW * OW; rs < b; rs += OW) {
+        const int64_t z0 = std::max(rs, a), z1 = std::min(rs + lo, b);
+        if (z0 < z1) zero_short(row + (z0 - c0), z1 - z0);
+        const int64_t e0 = std::max(rs + hi, a), e1 = std::min(rs + OW, b);
+        if (e0 < e1) zero_short(row + (e0 - c0), e1 - e0);
+      }
+  }
+}
+
 void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
                         float* dst) {
   const Im2colPanels& s = *static_cast<const Im2colPanels*>(context);
@@ -220,6 +256,12 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
   const int64_t OW = w.out[2], taps = w.k_size(), plane_taps = w.k[1] * w.k[2];
   const int64_t end = std::min(s.n, j0 + nc);  // columns past it are padding
   const bool unit_stride = w.s[2] == 1;
+  // A "same" conv of stride 1 over rows as wide as its output's: a tap's
+  // input rows for consecutive output rows are consecutive in X, so each
+  // depth's row of a panel is one contiguous run of X (see
+  // pack_adjacent_rows). Narrow rows (oww_embedding's 8, 4 and 2 columns)
+  // cost more per row in im2col_run's bookkeeping than in their copy.
+  const bool adjacent_rows = unit_stride && w.s[1] == 1 && w.in[2] == OW && w.in[0] == 1 && w.out[0] == 1;
   // Depth by depth (one input channel and tap each), the block's columns in
   // order, the output row and panel position followed without divisions.
   for (int64_t p = 0; p < kc; ++p) {
@@ -229,6 +271,10 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
     const int64_t off = kw * w.d[2] - w.pb[2];
     int64_t lo, hi;
     taps_inside(off, w.s[2], w.in[2], OW, lo, hi);
+    if (adjacent_rows) {
+      pack_adjacent_rows(xc, w, s.r0, kh * w.d[1] - w.pb[1], off, lo, hi, j0, end, nc, nr, kc, dst + p * nr);
+      continue;
+    }
     const int64_t r = s.r0 + j0 / OW;
     int64_t ow = j0 % OW, od = r / w.out[1], oh = r % w.out[1];
     float* panel = dst + p * nr;  // this depth's row of the current panel
