@@ -1,6 +1,6 @@
 // MaxPool's two paths agree: without the Indices output the kernel takes a
-// faster path (tap ranges found once, the inner run vectorised); with it,
-// the general one. Same Y, NaNs included, over every kind of geometry.
+// faster path (tap ranges found once, the inner run vectorised, windows one
+// row high as one flat run); with it, the general one. Same Y, NaNs included, over every kind of geometry.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,7 +94,18 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{"wide_k3s1p1", {1, 2, 5, 40}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}},
                       PoolCase{"wide_s3_dilated", {1, 1, 4, 100}, {2, 3}, {1, 3}, {0, 0, 0, 2}, {1, 2}},
                       PoolCase{"wide_one_d", {2, 2, 50}, {4}, {2}, {1, 2}, {}},
-                      PoolCase{"wide_window_mostly_padding", {1, 1, 2, 48}, {5, 2}, {3, 2}, {3, 0, 3, 0}, {}}),
+                      PoolCase{"wide_window_mostly_padding", {1, 1, 2, 48}, {5, 2}, {3, 2}, {3, 0, 3, 0}, {}},
+                      // Windows one row high, side by side, covering the
+                      // rows exactly: one flat run over whole planes (split
+                      // by planes when small) or over each plane's rows (a
+                      // split by rows); and a near miss, an odd row width.
+                      PoolCase{"flat_1x2s2", {1, 5, 6, 16}, {1, 2}, {1, 2}, {}, {}},
+                      PoolCase{"flat_1x2s2_split_by_planes", {1, 48, 32, 16}, {1, 2}, {1, 2}, {}, {}},
+                      PoolCase{"flat_1x2s2_split_by_rows", {1, 3, 64, 128}, {1, 2}, {1, 2}, {}, {}},
+                      PoolCase{"flat_1x2s3_dilated", {2, 2, 5, 24}, {1, 2}, {1, 3}, {}, {1, 2}},
+                      PoolCase{"flat_one_d", {2, 3, 40}, {2}, {2}, {}, {}},
+                      PoolCase{"flat_three_d", {1, 2, 3, 4, 12}, {1, 1, 3}, {1, 1, 3}, {}, {}},
+                      PoolCase{"not_flat_odd_rows", {1, 2, 5, 9}, {1, 2}, {1, 2}, {}, {}}),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

@@ -179,8 +179,12 @@ template <typename T, typename Stride>
                                                   int64_t row0, int64_t row1, Stride s2) {
   const TapRanges* r = plan.r;
   const int64_t inner_lo = plan.inner_lo, inner_hi = plan.inner_hi, d2 = w.d[2];
-  for (int64_t i = row0; i < row1; ++i) {
-    const int64_t od = i / w.out[1], oh = i % w.out[1];
+  // (od, oh) of row i, stepped rather than divided out per row: a narrow
+  // row (oww_embedding's pools have 8, 4, 2 and 1 outputs) cost more in its
+  // two 64-bit divisions than in its taps.
+  int64_t od = row0 / w.out[1], oh = row0 % w.out[1];
+  for (int64_t i = row0; i < row1; ++i, ++oh) {
+    if (oh == w.out[1]) oh = 0, ++od;
     const size_t d = static_cast<size_t>(od), h = static_cast<size_t>(oh);
     const int64_t d0 = od * w.s[0] - w.pb[0], h0 = oh * w.s[1] - w.pb[1];
     T* row = yp + i * w.out[2];
@@ -227,12 +231,51 @@ template <typename T, typename Stride>
   }
 }
 
+// Whether output i of X flattened reads the taps at s * i + kw * d of X
+// flattened (s, d: the last dim's stride and dilation), every one inside:
+// windows one row high (or 1-D), side by side without overlap or padding,
+// on rows the outputs cover exactly. oww_embedding's 1x2 stride-2 pools
+// of 8- and 2-column rows cost 34 and 16 us row by row.
+bool flat_windows(const Window& w) {
+  for (int i = 0; i < 2; ++i)
+    if (w.k[i] != 1 || w.s[i] != 1 || w.pb[i] != 0 || w.pe[i] != 0) return false;
+  return w.pb[2] == 0 && w.in[2] == w.s[2] * w.out[2] && (w.k[2] - 1) * w.d[2] < w.s[2];
+}
+
+// Outputs [0, n) of a flat run (flat_windows): x is output 0's first tap.
+// Taps in max_pool's order, the first seeding the maximum.
+template <typename T, typename Stride>
+[[gnu::always_inline]] inline void max_pool_flat(const T* x, T* y, int64_t n, int64_t taps, int64_t d, Stride s) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i * s];
+  for (int64_t k = 1; k < taps; ++k) {
+    const T* in = x + k * d;
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = in[i * s];
+      y[i] = v > y[i] ? v : y[i];
+    }
+  }
+}
+
 // Output rows [row0, row1) of every plane, built for the CPU it runs on
 // (kernels/simd.h): as baseline SSE2, the stride-2 loads went one element
 // at a time.
 template <typename T>
 EPPROF_SIMD_CLONES void max_pool_rows(const T* x, T* y, int64_t planes, int64_t row0, int64_t row1, const Window& w,
                                       const MaxPoolPlan& plan) noexcept {
+  if (flat_windows(w)) {
+    // Rows of every plane: one run a plane, or one in all when whole planes.
+    const bool whole = row0 == 0 && row1 == w.out[0] * w.out[1];
+    const int64_t runs = whole ? 1 : planes, n = (whole ? planes : 1) * (row1 - row0) * w.out[2];
+    for (int64_t r = 0; r < runs; ++r) {
+      const T* xr = x + r * w.in_size() + row0 * w.in[2];
+      T* yr = y + r * w.out_size() + row0 * w.out[2];
+      if (w.s[2] == 2)
+        max_pool_flat(xr, yr, n, w.k[2], w.d[2], Stride2());
+      else
+        max_pool_flat(xr, yr, n, w.k[2], w.d[2], w.s[2]);
+    }
+    return;
+  }
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xp = x + pl * w.in_size();
     T* yp = y + pl * w.out_size();
