@@ -331,6 +331,10 @@ const std::vector<ConvCase>& conv_cases() {
       {"depthwise M=2C 5x5 s(1,3) dil2 wide", 1, 2, 6, 70, 4, 2, 5, 5, 1, 3, 1, 2, 2, 5, 1, 2, true},
       {"depthwise 3x1 s(2,1) no pad", 1, 3, 8, 5, 3, 3, 3, 1, 2, 1, 1, 1, 0, 0, 0, 0, true},
       {"depthwise pads wider than input", 1, 2, 2, 2, 2, 2, 3, 3, 1, 3, 3, 3, 4, 4, 4, 4, true},
+      // Maps fewer rows high than the kernel: rows of taps that read only
+      // padding are skipped.
+      {"depthwise 5x5 pad2 on 2 rows", 1, 6, 2, 19, 6, 6, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true},
+      {"depthwise 3x3 s2 dil2 pad3 on 3 rows", 1, 4, 3, 12, 4, 4, 3, 3, 2, 1, 2, 1, 3, 1, 3, 1, false},
       {"one input channel to 6 (gemm)", 1, 1, 6, 9, 6, 1, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, true},
       {"depthwise M=6C (gemm per group)", 1, 2, 5, 6, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
       {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},

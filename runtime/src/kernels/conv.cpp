@@ -166,7 +166,16 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
     T* const run = phased + phases * phase_plane;
     const int64_t oh0 = by_rows ? begin : 0, rows = by_rows ? end - begin : OH;
     const int64_t p0 = by_rows ? 0 : begin, p1 = by_rows ? planes : end;
-    std::vector<Tap<T>> taps(static_cast<size_t>(KH * KW));
+    // The taps whose row reads X for some output row of the range: a row of
+    // taps that reads only padding adds zeros. A 5x5 kernel over a map 2
+    // rows high (ppocr_v2_cls's [1,200,2,96]) has 2 such rows of 5.
+    std::vector<size_t> live;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t first = oh0 * sh + kh * dh - pt, last = (oh0 + rows - 1) * sh + kh * dh - pt;
+      if (last < 0 || first >= H) continue;
+      for (int64_t kw = 0; kw < KW; ++kw) live.push_back(static_cast<size_t>(kh * KW + kw));
+    }
+    std::vector<Tap<T>> taps(live.size());
     for (int64_t plane = p0; plane < p1; ++plane) {  // image plane / C, input channel plane % C
       const T* xc = x + plane * H * W;
       for (int64_t rp = 0; rp < sh; ++rp)
@@ -192,7 +201,7 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
       for (int64_t om = plane * cs.Mg; om < (plane + 1) * cs.Mg; ++om) {
         const int64_t m = om % cs.M;
         const T* wm = wt + m * KH * KW;
-        for (size_t t = 0; t < taps.size(); ++t) taps[t] = {phased + tap_at[t], wm[t]};
+        for (size_t t = 0; t < taps.size(); ++t) taps[t] = {phased + tap_at[live[t]], wm[live[t]]};
         fill_value(run, rows * Wq, bias ? bias[m] : T{});
         accumulate_taps(run, taps.data(), taps.size(), rows * Wq);
         T* ym = y + om * OH * OW + oh0 * OW;
