@@ -82,6 +82,52 @@ inline float erf_f32(float x) {
 inline float erf_of(float x) { return erf_f32(x); }
 inline double erf_of(double x) { return std::erf(x); }
 
+// ln x within 2 ulp, from Cephes' logf: x = m 2^e with m in [sqrt(1/2),
+// sqrt(2)), ln m = ln(1 + f) by a degree-9 polynomial in f, plus e ln 2 in
+// two parts. Subnormals are scaled by 2^25 first. 0 gives -inf, a negative
+// NaN, +inf +inf, NaN NaN. Selects and arithmetic only, as exp_f32.
+inline float log_f32(float x) {
+  constexpr float kTiny = std::numeric_limits<float>::min();  // below: subnormal
+  const bool sub = x < kTiny;
+  const float v = sub ? x * 33554432.0f : x;  // * 2^25, exact
+  int32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  // v = m 2^e, m in [0.5, 1): e from the exponent bits, m with exponent -1.
+  int32_t e = ((bits >> 23) & 0xff) - 126 - (sub ? 25 : 0);
+  const int32_t mbits = (bits & 0x007fffff) | 0x3f000000;
+  float m;
+  std::memcpy(&m, &mbits, sizeof m);
+  // m below sqrt(1/2): 2m - 1 and one less e, so f = m' - 1 lies in
+  // [sqrt(1/2) - 1, sqrt(2) - 1).
+  const bool low = m < 0.707106781186547524f;
+  e -= low ? 1 : 0;
+  const float f = low ? m + m - 1.0f : m - 1.0f;
+  const float z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  const float fe = static_cast<float>(e);
+  // ln 2 = 0.693359375 - 2.12194440e-4, the first part exact in a float.
+  const float y = ((p * f * z + fe * -2.12194440e-4f) - 0.5f * z + f) + fe * 0.693359375f;
+  // The special values, one select each (one nested select kept GCC from
+  // vectorising the loop).
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  float r = x == kInf ? kInf : y;
+  r = x == 0.0f ? -kInf : r;
+  r = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
+  return x != x ? x : r;
+}
+
+// ln x in the kernels' compute types: log_f32 for float, libm for double.
+inline float log_of(float x) { return log_f32(x); }
+inline double log_of(double x) { return std::log(x); }
+
 // 1 / (1 + e^-x), stable in both directions: e = e^-|x|, then 1 / (1 + e)
 // for x >= 0 and e / (1 + e) below.
 inline float sigmoid_f32(float x) {
