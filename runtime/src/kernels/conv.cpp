@@ -181,6 +181,11 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
     // parts over the last plane's (ppocr_v2_cls's 2-row maps padded to 7
     // rows spent more in zeroing and copy calls per plane than in the taps).
     std::fill(phased, phased + phases * phase_plane, T{});
+    // Per column phase, the positions q whose column q*sw + cp - pl is
+    // inside X: the same in every row (found once: two divisions each).
+    std::vector<int64_t> phase_lo(static_cast<size_t>(sw)), phase_hi(static_cast<size_t>(sw));
+    for (int64_t cp = 0; cp < sw; ++cp)
+      taps_inside(cp - pl, sw, W, Wq, phase_lo[static_cast<size_t>(cp)], phase_hi[static_cast<size_t>(cp)]);
     for (int64_t plane = p0; plane < p1; ++plane) {  // image plane / C, input channel plane % C
       const T* xc = x + plane * H * W;
       for (int64_t rp = 0; rp < sh; ++rp)
@@ -189,11 +194,12 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
           if (ih < 0 || ih >= H) continue;
           for (int64_t cp = 0; cp < sw; ++cp) {
             T* dst = phased + (rp * sw + cp) * phase_plane + i * Wq;
-            int64_t lo = 0, hi = 0;  // positions q whose column q*sw + cp - pl is inside
-            taps_inside(cp - pl, sw, W, Wq, lo, hi);
+            const int64_t lo = phase_lo[static_cast<size_t>(cp)], hi = phase_hi[static_cast<size_t>(cp)];
             const T* src = xc + ih * W + lo * sw + cp - pl;  // position lo's input element
             if (sw == 1)
               copy_short(dst + lo, src, hi - lo);
+            else if (sw == 2)  // a constant stride: the loads vectorise as deinterleaving shuffles
+              for (int64_t q = 0; q < hi - lo; ++q) dst[lo + q] = src[2 * q];
             else
               for (int64_t q = 0; q < hi - lo; ++q) dst[lo + q] = src[q * sw];
           }
