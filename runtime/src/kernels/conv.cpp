@@ -247,13 +247,10 @@ void pack_adjacent_rows(const float* xc, const Window& w, int64_t r0, int64_t ih
   const int64_t at = (ih0 + r0) * OW + off;  // column j's element: xc[at + j], for j in [a0, b0)
   for (int64_t c0 = j0; c0 < j0 + nc; c0 += nr, row += kc * nr) {
     const int64_t c1 = c0 + nr;
+    // The panel row is an im2col run of columns [c0, c1) over the contiguous
+    // stretch [a0, b0) of X, cut at `end`.
+    im2col_run(row, xc, c0, c1, a0, std::min(b0, end), 1, at);
     const int64_t a = std::clamp(a0, c0, c1), b = std::clamp(std::min(b0, end), a, c1);
-    zero_short(row, a - c0);
-    if (b - a == 32)
-      std::memcpy(row + (a - c0), xc + (at + a), 32 * sizeof(float));  // a whole AVX-512 panel row: inlined
-    else
-      copy_short(row + (a - c0), xc + (at + a), b - a);
-    zero_short(row + (b - c0), c1 - b);
     // Inside [a, b), the columns whose tap falls in a row's padding.
     if (lo > 0 || hi < OW)
       for (int64_t rs = a / OW * OW; rs < b; rs += OW) {

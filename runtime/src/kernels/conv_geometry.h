@@ -100,7 +100,7 @@ void im2col_run(T* out, const T* src, int64_t from, int64_t to, int64_t lo, int6
   const int64_t a = std::clamp(lo, from, to), b = std::clamp(hi, a, to);
   zero_short(out, a - from);
   if (stride == 1)
-    copy_short(out + (a - from), src + a + off, b - a);
+    copy_short(out + (a - from), src + (a + off), b - a);
   else
     for (int64_t o = a; o < b; ++o) out[o - from] = src[o * stride + off];
   zero_short(out + (b - from), to - b);
