@@ -144,9 +144,13 @@ __attribute__((target("avx512f"))) inline __m512 finish_vector(__m512 v, const D
     }
     case DirectEpilogue::Act::kLeakyRelu: {  // max(v, 0) + alpha * min(v, 0)
       // The zero first: vmaxps and vminps return their second operand when
-      // either is NaN, so NaN stays NaN, as in activations.h.
+      // either is NaN, so NaN stays NaN, as in activations.h. The maskz
+      // forms with every lane set: GCC 12's unmasked ones pass an undefined
+      // vector that -Wmaybe-uninitialized reports.
       const __m512 zero = _mm512_setzero_ps();
-      v = _mm512_fmadd_ps(_mm512_set1_ps(e.alpha), _mm512_min_ps(zero, v), _mm512_max_ps(zero, v));
+      const __mmask16 all = 0xffff;
+      v = _mm512_fmadd_ps(_mm512_set1_ps(e.alpha), _mm512_maskz_min_ps(all, zero, v),
+                          _mm512_maskz_max_ps(all, zero, v));
       break;
     }
   }
