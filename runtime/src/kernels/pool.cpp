@@ -103,6 +103,21 @@ struct MaxPoolPlan {
   }
 };
 
+// One tap over a run of n outputs, output i reading in[i * s]: the first
+// tap of their windows seeds y, a later one keeps the larger (max_pool's
+// order, so NaNs come out the same).
+template <typename T, typename Stride>
+[[gnu::always_inline]] inline void fold_tap(T* y, const T* in, int64_t n, Stride s, bool first) {
+  if (first) {
+    for (int64_t i = 0; i < n; ++i) y[i] = in[i * s];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = in[i * s];
+    y[i] = v > y[i] ? v : y[i];
+  }
+}
+
 using Stride1 = std::integral_constant<int64_t, 1>;
 using Stride2 = std::integral_constant<int64_t, 2>;
 
@@ -199,14 +214,7 @@ template <typename T, typename Stride>
         for (int64_t kh = r[1].lo[h]; kh < r[1].hi[h]; ++kh)
           for (int64_t kw = 0; kw < w.k[2]; ++kw) {
             const T* in = input_row(kd, kh) + kw * d2 - w.pb[2];  // + ow * s2: inside the row for the inner run
-            if (first) {
-              for (int64_t ow = inner_lo; ow < inner_hi; ++ow) row[ow] = in[ow * s2];
-            } else {
-              for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
-                const T v = in[ow * s2];
-                row[ow] = v > row[ow] ? v : row[ow];
-              }
-            }
+            fold_tap(row + inner_lo, in + inner_lo * s2, inner_hi - inner_lo, s2, first);
             first = false;
           }
     }
@@ -246,14 +254,7 @@ bool flat_windows(const Window& w) {
 // Taps in max_pool's order, the first seeding the maximum.
 template <typename T, typename Stride>
 [[gnu::always_inline]] inline void max_pool_flat(const T* x, T* y, int64_t n, int64_t taps, int64_t d, Stride s) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i * s];
-  for (int64_t k = 1; k < taps; ++k) {
-    const T* in = x + k * d;
-    for (int64_t i = 0; i < n; ++i) {
-      const T v = in[i * s];
-      y[i] = v > y[i] ? v : y[i];
-    }
-  }
+  for (int64_t k = 0; k < taps; ++k) fold_tap(y, x + k * d, n, s, k == 0);
 }
 
 // Output rows [row0, row1) of every plane, built for the CPU it runs on
