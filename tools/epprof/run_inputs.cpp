@@ -79,6 +79,11 @@ const char* input_options_help() {
 
 std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const InputOptions& o,
                                               std::string* guessed) {
+  auto input_named = [&](const std::string& name) -> const rt::IoInfo* {
+    for (const auto& in : session.inputs())
+      if (in.name == name) return &in;
+    return nullptr;
+  };
   std::map<std::string, rt::Tensor> inputs;
   for (const auto& [given, path] : o.files) {
     rt::NamedTensor t = rt::read_tensor_file(path);
@@ -86,23 +91,20 @@ std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const 
     const std::string from = given.empty() ? " (the name in " + path + ")" : "";
     if (name.empty())
       throw rt::Error(rt::ErrorKind::BadInput, "--input " + path + ": the tensor in it has no name; give NAME=" + path);
-    bool known = false;
-    for (const auto& in : session.inputs()) known = known || in.name == name;
-    if (!known)
+    if (!input_named(name))
       throw rt::Error(rt::ErrorKind::BadInput, "--input: the model has no input named '" + name + "'" + from);
     if (!inputs.emplace(name, std::move(t.tensor)).second)
       throw rt::Error(rt::ErrorKind::BadInput, "--input: input '" + name + "' is given twice" + from);
   }
   std::map<std::string, rt::Shape> shapes;
   for (const auto& [name, shape] : o.shapes) {
-    const rt::IoInfo* info = nullptr;
-    for (const auto& in : session.inputs())
-      if (in.name == name) info = &in;
+    const rt::IoInfo* info = input_named(name);
     if (!info) throw rt::Error(rt::ErrorKind::BadInput, "--shape: the model has no input named '" + name + "'");
     if (inputs.count(name) || !shapes.emplace(name, shape).second)
       throw rt::Error(rt::ErrorKind::BadInput, "--shape: input '" + name + "' is given twice");
     if (!info->has_shape) continue;  // any rank
-    const std::string declared = "input '" + name + "' is declared " + rt::shape_to_string(info->shape) + " (-1: dynamic)";
+    const std::string declared =
+        "input '" + name + "' is declared " + rt::shape_to_string(info->shape) + " (-1: dynamic)";
     if (shape.size() != info->shape.size())
       throw rt::Error(rt::ErrorKind::BadInput, "--shape " + name + "=" + rt::shape_to_string(shape) + ": " + declared);
     for (size_t d = 0; d < shape.size(); ++d)
@@ -135,8 +137,9 @@ std::map<std::string, rt::Tensor> make_inputs(const rt::Session& session, const 
       float* p = t.mutable_data<float>();
       for (int64_t i = 0; i < t.size(); ++i) p[i] = uniform(rng);
     } else if (in.type != rt::DataType::Int64) {
-      throw rt::Error(rt::ErrorKind::BadInput, "input '" + in.name + "' is " + rt::type_name(in.type) +
-                                                   ": only float and int64 inputs can be generated; give it with --input");
+      throw rt::Error(rt::ErrorKind::BadInput,
+                      "input '" + in.name + "' is " + rt::type_name(in.type) +
+                          ": only float and int64 inputs can be generated; give it with --input");
     }
     inputs[in.name] = t;
   }
