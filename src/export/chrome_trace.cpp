@@ -1,5 +1,7 @@
 #include "export/chrome_trace.h"
 
+#include <cstring>
+
 #include "core/intern.h"
 #include "export/integer_us.h"
 
@@ -68,10 +70,17 @@ void ChromeTraceSink::host_head(const HostEventOut& e) {
     JsonWriter text(&h.text);
     write_head(text, category_name(e.category), e.name, e.pid, e.tid);
     text.flush();
+    h.size = uint32_t(h.text.size());
+    if (h.size <= kHeadText) std::memcpy(h.padded, h.text.data(), h.size);
   }
-  // The first item has no separator in front.
-  w_.raw(first_ ? std::string_view(h.text).substr(2) : std::string_view(h.text));
-  first_ = false;
+  if (first_) {  // the first item has no separator in front
+    first_ = false;
+    w_.raw(std::string_view(h.text).substr(2));
+  } else if (h.size <= kHeadText) {
+    w_.raw_padded<kHeadText>(h.padded, h.size);
+  } else {
+    w_.raw(h.text);
+  }
 }
 
 void ChromeTraceSink::dur(int64_t ts_ns, int64_t dur_ns) {
@@ -102,6 +111,22 @@ void ChromeTraceSink::json_arg_value(std::string_view text) {
 
 void ChromeTraceSink::host_event(const HostEventOut& e) {
   host_head(e);
+  if (!integer_ && !e.extra_args && (!e.record || e.record->arg_slots == 0)) {
+    // The common event, with no args but its id: one capacity check for the
+    // rest of it.
+    constexpr std::string_view kDur = ",\"dur\":", kArgs = ",\"ph\":\"X\",\"args\":{\"correlation_id\":\"",
+                               kEnd = "\"}}";
+    constexpr size_t kMost = 2 * JsonWriter::kMaxMicros + kDur.size() + kArgs.size() + 20 + kEnd.size();
+    if (char* p = w_.reserve(kMost)) {
+      p = JsonWriter::put_micros(p, e.ts_ns);
+      p = JsonWriter::put(p, kDur);
+      p = JsonWriter::put_micros(p, e.dur_ns);
+      p = JsonWriter::put(p, kArgs);
+      p = JsonWriter::put_u64(p, e.correlation_id);
+      w_.commit(JsonWriter::put(p, kEnd));
+    }
+    return;
+  }
   ts(e.ts_ns);
   dur(e.ts_ns, e.dur_ns);
   w_.raw(",\"ph\":\"X\",\"args\":{");

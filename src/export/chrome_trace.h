@@ -51,13 +51,20 @@ class ChromeTraceSink final : public TraceSink {
   // only rebuilds an entry. An event with a record names itself by the
   // record's interned name id, compared as a number; one without is
   // compared by content, so a caller's string needs no particular lifetime.
+  // The text is kept in a fixed buffer when it fits, so that writing it is
+  // a fixed-size copy (JsonWriter::raw_padded), not a call to memcpy.
+  static constexpr size_t kHeadText = 128;
   struct Head {
     uint32_t name_id = 0;  // the key's interned name, or 0: `name` is the key
     std::string name;
     int64_t pid = 0, tid = 0;
     uint8_t category = 0;
     bool used = false;
-    std::string text;  // from the ",\n" that separates it from the item before
+    // From the ",\n" that separates it from the item before: in `padded`
+    // when it fits (the rest of `padded` is readable filler), else in `text`.
+    uint32_t size = 0;
+    char padded[kHeadText] = {};
+    std::string text;
   };
   static constexpr unsigned kHeadBits = 8;
   static constexpr size_t kHeads = size_t(1) << kHeadBits;

@@ -200,44 +200,17 @@ void JsonWriter::string_slow(std::string_view s) {
   raw('"');
 }
 
-namespace {
-
-// The fraction of a microsecond, ".5" for 500 ns: the point and up to three
-// digits without trailing zeros, for each of 0..999 ns (0: nothing). A
-// table, so that formatting a timestamp divides only in to_chars.
-struct Fractions {
-  char text[1000][4];
-  uint8_t len[1000];
-  Fractions() {
-    for (unsigned f = 0; f < 1000; ++f) {
-      char d[3] = {char('0' + f / 100), char('0' + f / 10 % 10), char('0' + f % 10)};
-      unsigned n = 3;
-      while (n > 0 && d[n - 1] == '0') --n;
-      text[f][0] = '.';
-      std::memcpy(text[f] + 1, d, 3);
-      len[f] = uint8_t(n == 0 ? 0 : n + 1);
-    }
+constexpr JsonWriter::Fractions::Fractions() {
+  for (unsigned f = 0; f < 1000; ++f) {
+    char d[3] = {char('0' + f / 100), char('0' + f / 10 % 10), char('0' + f % 10)};
+    unsigned n = 3;
+    while (n > 0 && d[n - 1] == '0') --n;
+    text[f][0] = '.';
+    std::memcpy(text[f] + 1, d, 3);
+    len[f] = uint8_t(n == 0 ? 0 : n + 1);
   }
-};
-const Fractions kFractions;
-
-}  // namespace
-
-void JsonWriter::micros(int64_t ns, bool integer) {
-  if (integer) {
-    i64(ns / 1000);  // C++ division truncates toward zero
-    return;
-  }
-  char* p = reserve(32);  // '-', 20 digits, '.', 3 digits
-  if (!p) return;
-  // Work on the magnitude in unsigned arithmetic so INT64_MIN is exact.
-  const uint64_t mag = ns < 0 ? 0 - uint64_t(ns) : uint64_t(ns);
-  if (ns < 0) *p++ = '-';
-  p = std::to_chars(p, p + 20, mag / 1000).ptr;
-  const unsigned frac = unsigned(mag % 1000);
-  std::memcpy(p, kFractions.text[frac], 4);  // reserve(32) left room for all four
-  p += kFractions.len[frac];
-  len_ = size_t(p - buf_.get());
 }
+
+const JsonWriter::Fractions JsonWriter::kFractions;
 
 }  // namespace epprof::exporter

@@ -84,7 +84,56 @@ class JsonWriter {
   // ns / 1000 truncated toward zero (-1999 ns -> "-1", -500 ns -> "0");
   // otherwise the exact decimal value with up to three decimals and no
   // trailing zeros (1234500 -> "1234.5", -500 -> "-0.5"). No floating point.
-  void micros(int64_t ns, bool integer);
+  void micros(int64_t ns, bool integer) {
+    if (integer) {
+      i64(ns / 1000);  // C++ division truncates toward zero
+      return;
+    }
+    if (char* p = reserve(kMaxMicros)) commit(put_micros(p, ns));
+  }
+
+  // Appends text[0, n) by copying kPadded bytes from `text`, which must be
+  // readable that far (the tail of a padded buffer): a fixed-size copy,
+  // which the compiler inlines as a few vector moves. n <= kPadded.
+  template <size_t kPadded>
+  void raw_padded(const char* text, size_t n) {
+    static_assert(kPadded <= kMinBufferSize);
+    if (kPadded <= cap_ - len_) {
+      std::memcpy(buf_.get() + len_, text, kPadded);
+      len_ += n;
+      return;
+    }
+    append_slow(text, n);
+  }
+
+  // Direct formatting, for an item of known greatest size: reserve(n)
+  // returns n free bytes (n <= kMinBufferSize), flushing first if needed, or
+  // nullptr once the writer has failed; the put_ helpers below write at a
+  // pointer and return its end, and commit(end) takes the bytes written.
+  // Nothing is checked in between: the caller keeps within its n.
+  char* reserve(size_t n) {
+    if (n <= cap_ - len_) return buf_.get() + len_;
+    return reserve_slow(n);
+  }
+  void commit(char* end) { len_ = size_t(end - buf_.get()); }
+
+  // The most bytes put_micros writes: '-', 20 digits, '.', 3 digits.
+  static constexpr size_t kMaxMicros = 25;
+  // micros(ns, false) at p.
+  static char* put_micros(char* p, int64_t ns) {
+    // The magnitude in unsigned arithmetic, so that INT64_MIN is exact.
+    const uint64_t mag = ns < 0 ? 0 - uint64_t(ns) : uint64_t(ns);
+    if (ns < 0) *p++ = '-';
+    p = std::to_chars(p, p + 20, mag / 1000).ptr;
+    const unsigned frac = unsigned(mag % 1000);
+    std::memcpy(p, kFractions.text[frac], 4);  // kMaxMicros leaves room for all four
+    return p + kFractions.len[frac];
+  }
+  static char* put_u64(char* p, uint64_t v) { return std::to_chars(p, p + 20, v).ptr; }
+  static char* put(char* p, std::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    return p + text.size();
+  }
 
   // Writes out everything buffered. False if this or any earlier write failed.
   bool flush();
@@ -123,15 +172,19 @@ class JsonWriter {
     return i;
   }
 
-  // Pointer to n free bytes (n <= kMinBufferSize), flushing if needed;
-  // nullptr once failed (fail() sets cap_ to 0, which also sends every inline
-  // fast path to its slow path, where the failed state is checked). The
-  // caller advances len_.
-  char* reserve(size_t n) {
-    if (n <= cap_ - len_) return buf_.get() + len_;
-    return reserve_slow(n);
-  }
+  // The failed state sets cap_ to 0, which sends every inline fast path
+  // (reserve() included) to its slow path, where it is checked.
   char* reserve_slow(size_t n);
+
+  // The fraction of a microsecond, ".5" for 500 ns: the point and up to
+  // three digits without trailing zeros, for each of 0..999 ns (0: nothing).
+  // A table, so that formatting a timestamp divides only in to_chars.
+  struct Fractions {
+    char text[1000][4]{};
+    uint8_t len[1000]{};
+    constexpr Fractions();
+  };
+  static const Fractions kFractions;
   void append_slow(const char* data, size_t n);
   void string_slow(std::string_view s);
   void escape_byte(unsigned char c);

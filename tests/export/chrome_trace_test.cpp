@@ -189,5 +189,43 @@ TEST(ChromeTraceSink, EventsWithRecordsAreKeyedByTheirInternedNames) {
   }
 }
 
+TEST(ChromeTraceSink, TheShortFormOfAnEventWritesWhatTheGeneralOneDoes) {
+  // An event with no args takes a short path (its head copied at a fixed
+  // size, the rest formatted after one capacity check); an empty list of
+  // extra args sends the same event the general way. Names around the size
+  // of the fixed copy, times from negative to the largest: the two items
+  // must be the same bytes.
+  const core::Record rec{};
+  const std::vector<ExtraArg> no_extras;
+  std::vector<std::string> names;
+  for (size_t len = 1; len < 140; len += 3) names.push_back(std::string(len, 'n'));
+  names.push_back(std::string(70, 'n') + "\"\t\xC3\xA9");  // escaped and UTF-8
+  const int64_t times[] = {0, 1, 999, 1000, 1001, -1, -1500, 123456789012, INT64_MAX, INT64_MIN};
+  std::vector<HostEventOut> events;
+  uint64_t id = 1;
+  for (const std::string& n : names)
+    for (size_t t = 0; t < std::size(times); ++t) {
+      const int64_t ts = times[t], dur = times[(t + 3) % std::size(times)];
+      const uint64_t cid = id++ * 0x9E3779B97F4A7C15ull;
+      events.push_back({EPPROF_CATEGORY_NODE, n, 42, 7, ts, dur, cid, &rec});
+      events.push_back({EPPROF_CATEGORY_NODE, n, 42, 7, ts, dur, cid, &rec, &no_extras});
+    }
+  const std::string text = write_events(events);
+  std::vector<std::string> items;
+  for (size_t at = 2; items.size() < events.size();) {  // after "[\n"; items end at ",\n" or "\n]"
+    const size_t end = text.find("}}", at);
+    ASSERT_NE(end, std::string::npos) << text.substr(at, 200);
+    items.push_back(text.substr(at, end + 2 - at));
+    at = end + 4;
+  }
+  ASSERT_EQ(items.size(), events.size());
+  for (size_t i = 0; i < items.size(); i += 2) EXPECT_EQ(items[i], items[i + 1]) << i;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS);
+  EXPECT_NE(text.find("\"ts\":-1.5,"), std::string::npos);
+  EXPECT_NE(text.find("\"ts\":-9223372036854775.808,"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace epprof::exporter

@@ -536,5 +536,33 @@ TEST(JsonWriterIo, BytesWrittenCountsBufferedOutput) {
   EXPECT_EQ(w.bytes_written(), file.contents().size());
 }
 
+TEST(JsonWriterIo, PaddedCopiesAndDirectFormattingCrossBufferEnds) {
+  // A 256-byte buffer: a padded 128-byte copy or a reserved item finds too
+  // little room every few writes and must flush first, losing nothing.
+  char padded[128];
+  for (size_t i = 0; i < sizeof padded; ++i) padded[i] = char('a' + i % 26);
+  TempFile file;
+  JsonWriter w(file.fd, JsonWriter::kMinBufferSize);
+  std::string expected;
+  for (size_t i = 0; i < 2000; ++i) {
+    const size_t n = (i * 37) % (sizeof padded + 1);
+    w.raw_padded<sizeof padded>(padded, n);
+    expected.append(padded, n);
+    if (i % 3 == 0) {
+      const int64_t ns = int64_t(i) * 1001 - 777;
+      if (char* p = w.reserve(JsonWriter::kMaxMicros + 24)) {
+        p = JsonWriter::put(p, "|");
+        p = JsonWriter::put_micros(p, ns);
+        p = JsonWriter::put(p, "|");
+        w.commit(JsonWriter::put_u64(p, UINT64_MAX - i));
+      }
+      expected += "|" + reference_micros(ns) + "|" + std::to_string(UINT64_MAX - i);
+    }
+  }
+  ASSERT_TRUE(w.flush()) << w.error();
+  EXPECT_EQ(w.bytes_written(), expected.size());
+  EXPECT_TRUE(file.contents() == expected);
+}
+
 }  // namespace
 }  // namespace epprof::exporter
