@@ -27,6 +27,10 @@
 //   }
 #pragma once
 
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -141,6 +145,23 @@ template <class Ep>
 PluginShell<Ep>& PluginShell<Ep>::self(epprof_ep_plugin* p) {
   static_assert(std::is_standard_layout_v<PluginShell<Ep>>, "the host's handle must be the first member");
   return *reinterpret_cast<PluginShell*>(p);
+}
+
+// The cap on one device buffer that environment variable `var` sets (a
+// test knob: a bigger allocation fails as device out-of-memory), or 0, no
+// cap, when it is unset. False, with *why naming the variable and its
+// value, when it is set to anything but a decimal byte count: a mistyped
+// cap must not quietly become no cap.
+inline bool alloc_limit_from_env(const char* var, uint64_t* limit, std::string* why) {
+  *limit = 0;
+  const char* text = std::getenv(var);
+  if (text == nullptr) return true;
+  const char* end = text + std::strlen(text);
+  const auto [stop, err] = std::from_chars(text, end, *limit);
+  if (err == std::errc() && stop == end && stop != text) return true;
+  *limit = 0;
+  *why = std::string(var) + "='" + text + "' is not a byte count (a decimal integer)";
+  return false;
 }
 
 template <class Ep>

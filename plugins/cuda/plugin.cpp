@@ -35,19 +35,25 @@ class CudaEp {
   static constexpr const char* kName = "CUDAExecutionProvider";  // ONNX Runtime's naming
 
   static std::unique_ptr<CudaEp> open(const epprof_host_api* host, std::string* why) {
+    uint64_t alloc_limit;
+    if (!ep_common::alloc_limit_from_env("EPPROF_CUDA_MAX_ALLOC_BYTES", &alloc_limit, why)) return nullptr;
     std::unique_ptr<Device> device = Device::open(why);
     if (!device) return nullptr;
     std::string no_tracing;
     ActivitySource* source = cupti_source(host, &no_tracing);
     if (!source) no_tracing = "CUPTI initialisation failed: " + no_tracing;
-    auto ep = std::make_unique<CudaEp>(host, std::move(device), source, std::move(no_tracing));
-    if (const char* cap = std::getenv("EPPROF_CUDA_MAX_ALLOC_BYTES")) ep->alloc_limit_ = std::strtoull(cap, nullptr, 10);
+    auto ep = std::make_unique<CudaEp>(host, std::move(device), source, std::move(no_tracing), alloc_limit);
     if (const char* api = std::getenv("EPPROF_CUDA_API_RECORDS")) ep->export_api_ = *api && *api != '0';
     return ep;
   }
 
-  CudaEp(const epprof_host_api* host, std::unique_ptr<Device> device, ActivitySource* source, std::string no_tracing)
-      : host_(host), device_(std::move(device)), source_(source), no_tracing_(std::move(no_tracing)) {}
+  CudaEp(const epprof_host_api* host, std::unique_ptr<Device> device, ActivitySource* source, std::string no_tracing,
+         uint64_t alloc_limit)
+      : host_(host),
+        device_(std::move(device)),
+        source_(source),
+        no_tracing_(std::move(no_tracing)),
+        alloc_limit_(alloc_limit) {}
 
   ep_common::OpSet ops() const { return ep_common::kBasicOps; }
   bool prepare(const OpKernel&, std::string*) { return true; }  // the kernels were loaded at open
@@ -74,7 +80,7 @@ class CudaEp {
   std::unique_ptr<Device> device_;
   ActivitySource* source_;  // process-wide, never freed; null: no device tracing
   std::string no_tracing_;  // why, when source_ is null
-  uint64_t alloc_limit_ = 0;
+  uint64_t alloc_limit_;  // 0: none
   bool export_api_ = false;
 };
 

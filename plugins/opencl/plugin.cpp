@@ -6,7 +6,6 @@
 //                                  fail as device out-of-memory
 //   EPPROF_OPENCL_BREAK_PROGRAM    elementwise|softmax|matmul|gemm|cnn: that
 //                                  kernel program fails to build
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,14 +24,15 @@ class OpenClEp {
   static constexpr const char* kName = "OpenCLExecutionProvider";  // ONNX Runtime's naming
 
   static std::unique_ptr<OpenClEp> open(const epprof_host_api* host, std::string* why) {
+    uint64_t alloc_limit;
+    if (!ep_common::alloc_limit_from_env("EPPROF_OPENCL_MAX_ALLOC_BYTES", &alloc_limit, why)) return nullptr;
     std::unique_ptr<Device> device = Device::open(why);
     if (!device) return nullptr;
-    auto ep = std::make_unique<OpenClEp>(host, std::move(device));
-    if (const char* cap = std::getenv("EPPROF_OPENCL_MAX_ALLOC_BYTES")) ep->alloc_limit_ = std::strtoull(cap, nullptr, 10);
-    return ep;
+    return std::make_unique<OpenClEp>(host, std::move(device), alloc_limit);
   }
 
-  OpenClEp(const epprof_host_api* host, std::unique_ptr<Device> device) : host_(host), device_(std::move(device)) {}
+  OpenClEp(const epprof_host_api* host, std::unique_ptr<Device> device, uint64_t alloc_limit)
+      : host_(host), device_(std::move(device)), alloc_limit_(alloc_limit) {}
 
   ep_common::OpSet ops() const { return kOpenClOps; }
 
@@ -56,8 +56,8 @@ class OpenClEp {
  private:
   const epprof_host_api* host_;
   std::unique_ptr<Device> device_;
+  uint64_t alloc_limit_;  // 0: none
   Registry registry_;
-  uint64_t alloc_limit_ = 0;
 };
 
 }  // namespace

@@ -178,6 +178,19 @@ TEST(OpenClFaults, RefusedWithoutAPlatform) {
   }
 }
 
+TEST(OpenClFaults, AMistypedAllocationCapRefusesTheEpByName) {
+  const char* cap = std::getenv("EPPROF_OPENCL_MAX_ALLOC_BYTES");
+  if (!cap || std::string(cap) != "64k") GTEST_SKIP() << "run by ctest opencl_ep_bad_alloc_cap";
+  try {
+    load_plugin_ep(EPPROF_OPENCL_EP_PATH);
+    FAIL() << "the EP loaded with EPPROF_OPENCL_MAX_ALLOC_BYTES=64k, as if it had no cap";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("EPPROF_OPENCL_MAX_ALLOC_BYTES='64k' is not a byte count"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("the EP is refused"), std::string::npos) << e.message();
+  }
+}
+
 TEST(OpenClFaults, AKernelBuildFailureSendsItsNodesToTheNextEp) {
   if (!fault_env("EPPROF_OPENCL_BREAK_PROGRAM")) GTEST_SKIP() << "run by ctest opencl_ep_build_failure";
   REQUIRE_OPENCL(ep);
