@@ -112,8 +112,7 @@ class EndOrder {
         e.copy = keep_copy(*r);
         e.rec = reinterpret_cast<const core::Record*>(copies_[e.copy].data());
       }
-      open_.push_back(e);
-      std::push_heap(open_.begin(), open_.end(), Later());
+      open_.push(e);
     }
     plugin_memory_before(INT64_MAX);
     host_done_ = true;
@@ -189,7 +188,7 @@ class EndOrder {
   // host event is read, so every device track stays in end order.
   void write_ended_before(int64_t limit) {
     for (;;) {
-      const bool host = !open_.empty() && (open_.front().end() < limit || limit == INT64_MAX);
+      const bool host = !open_.empty() && (open_.first().end() < limit || limit == INT64_MAX);
       const epprof_event* dev =
           next_device_ < device_order_.size() ? device_.events[device_order_[next_device_]].event : nullptr;
       const bool device = dev && (dev->ts_ns + dev->dur_ns < limit || limit == INT64_MAX) &&
@@ -198,17 +197,16 @@ class EndOrder {
       // The earlier end first; at a tie the later start, and host first.
       bool take_device = device;
       if (host && device) {
-        const Pending& h = open_.front();
+        const Pending& h = open_.first();
         const int64_t de = dev->ts_ns + dev->dur_ns;
         take_device = de != h.end() ? de < h.end() : dev->ts_ns > h.ts;
       }
       if (take_device) {
         write_device(device_order_[next_device_++]);
       } else {
-        std::pop_heap(open_.begin(), open_.end(), Later());
-        write_host(open_.back());
-        if (open_.back().copy != kNoCopy) free_copies_.push_back(open_.back().copy);
-        open_.pop_back();
+        const Pending h = open_.pop();
+        write_host(h);
+        if (h.copy != kNoCopy) free_copies_.push_back(h.copy);
       }
     }
   }
@@ -271,7 +269,45 @@ class EndOrder {
   Annotations notes_;
   std::vector<exporter::ExtraArg> with_memory_;  // a node's annotations and mem_* args
 
-  std::vector<Pending> open_;  // a heap (Later): host events read, not yet written
+  // Host events read and not yet written, the first to write (Later) in
+  // front. A heap, before which one slot holds the earliest event when it
+  // is the last one read: a nested event's children, which on one thread
+  // end in the order they start, pass through the slot one at a time while
+  // their parent waits in the heap, so most events never touch the heap.
+  class OpenEvents {
+   public:
+    bool empty() const { return !slot_used_ && heap_.empty(); }
+    const Pending& first() const { return slot_used_ ? slot_ : heap_.front(); }
+    void push(const Pending& e) {
+      if (slot_used_ ? Later()(slot_, e) : heap_.empty() || !Later()(e, heap_.front())) {
+        if (slot_used_) heap_push(slot_);
+        slot_ = e;
+        slot_used_ = true;
+      } else {
+        heap_push(e);
+      }
+    }
+    Pending pop() {
+      if (slot_used_) {
+        slot_used_ = false;
+        return slot_;
+      }
+      std::pop_heap(heap_.begin(), heap_.end(), Later());
+      const Pending e = heap_.back();
+      heap_.pop_back();
+      return e;
+    }
+
+   private:
+    void heap_push(const Pending& e) {
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), Later());
+    }
+    Pending slot_;
+    bool slot_used_ = false;  // then no event in heap_ comes before slot_
+    std::vector<Pending> heap_;
+  };
+  OpenEvents open_;
   // Moving a buffer's vector (copies_ growing) keeps its data where it is.
   std::vector<std::vector<unsigned char>> copies_;
   std::vector<uint32_t> free_copies_;
