@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -663,6 +665,45 @@ TEST(ProfilerTrace, SpilledEventsKeepTheirArgsAndEndOrder) {
   }
   EXPECT_EQ(next_inner, kOuter * kInner);
   EXPECT_EQ(next_outer, -1 - kOuter);
+}
+
+// Events that overlap every way (nested, staggered, disjoint) on several
+// threads come out by end time, at equal ends the later start first: the
+// end-order queue (a heap with a slot in front) against a plain sort.
+TEST(ProfilerTrace, OverlappingEventsOnSeveralThreadsComeOutInEndOrder) {
+  TempDir dir;
+  const std::string path = dir.file("end_order.json");
+  const epprof_profiler_t p = start_with_budgets(path, 64 << 20, 256 << 20);
+  const epprof_name_id name = name_id("overlap");
+  const int64_t base = epprof_clock_now_ns();
+  constexpr int kThreads = 3, kPerThread = 3000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(77 + t);
+      int64_t at = 0;
+      for (int i = 0; i < kPerThread; ++i) {
+        at += int64_t(rng() % 3) * 1000;  // starts shared now and then
+        const int64_t dur = rng() % 4 == 0 ? int64_t(rng() % 50) * 1000 : int64_t(rng() % 5) * 1000;
+        // A unique start per event; ends are often shared.
+        const int64_t ts = base + at + t * kPerThread + i;
+        EXPECT_EQ(epprof_event_record(p, EPPROF_CATEGORY_NODE, name, epprof_correlation_id_next(), ts, dur, nullptr, 0),
+                  nullptr);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EPPROF_ASSERT_OK(epprof_profiler_stop(p, nullptr));
+  EPPROF_ASSERT_OK(epprof_profiler_destroy(p));
+  std::vector<std::pair<int64_t, int64_t>> ends;  // (end, start) as written, in ns: exact
+  for (const TraceEvent& e : read_trace(path))
+    if (e.name == "overlap") ends.push_back({std::llround((e.ts + e.dur) * 1000), std::llround(e.ts * 1000)});
+  ASSERT_EQ(ends.size(), size_t(kThreads * kPerThread));
+  auto want = ends;
+  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  for (size_t i = 0; i < ends.size(); ++i)
+    ASSERT_EQ(ends[i], want[i]) << "event " << i << " of " << ends.size() << " is out of end order";
 }
 
 }  // namespace
