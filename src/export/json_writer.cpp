@@ -200,7 +200,7 @@ void JsonWriter::string_slow(std::string_view s) {
   raw('"');
 }
 
-constexpr JsonWriter::Fractions::Fractions() {
+JsonWriter::Fractions::Fractions() {
   for (unsigned f = 0; f < 1000; ++f) {
     char d[3] = {char('0' + f / 100), char('0' + f / 10 % 10), char('0' + f % 10)};
     unsigned n = 3;

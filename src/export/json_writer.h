@@ -182,7 +182,7 @@ class JsonWriter {
   struct Fractions {
     char text[1000][4]{};
     uint8_t len[1000]{};
-    constexpr Fractions();
+    Fractions();
   };
   static const Fractions kFractions;
   void append_slow(const char* data, size_t n);
