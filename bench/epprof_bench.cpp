@@ -489,6 +489,17 @@ uint64_t drain(core::Recorder& rec, exporter::TraceSink& sink) {
 // ---------------------------------------------------------------------------
 // 3. Export of 1M events to JSON.
 
+// The file a timed export writes, created empty; -1, with the failure
+// said and counted, when it cannot be.
+int create_output(const char* what, const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "%s: cannot create %s: %s\n", what, path.c_str(), std::strerror(errno));
+    g_failed = true;
+  }
+  return fd;
+}
+
 // Closes the output and removes it; returns the size it had, in MB.
 int64_t close_and_remove_mb(int fd, const std::string& path) {
   close(fd);
@@ -516,12 +527,8 @@ struct Rate {
 // ChromeTraceSink writing every host event to a file in /tmp, and the
 // sink's final flush; what scope::write_trace does for host events.
 Rate export_json_once(core::Recorder& rec, const std::string& path, int64_t* mb) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "export: cannot create %s\n", path.c_str());
-    g_failed = true;
-    return {};
-  }
+  const int fd = create_output("export", path);
+  if (fd < 0) return {};
   const auto t = Clock::now();
   const double c0 = process_cpu_s();
   uint64_t written = 0;
@@ -583,12 +590,8 @@ char* hand_micros(char* p, int64_t ns) {
 }
 
 Rate json_floor_once(const std::vector<PlainEvent>& events, const std::string& path, int64_t* mb) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "json floor: cannot create %s\n", path.c_str());
-    g_failed = true;
-    return {};
-  }
+  const int fd = create_output("json floor", path);
+  if (fd < 0) return {};
   const int64_t pid = getpid();
   constexpr size_t kBuffer = size_t(1) << 20;
   static const std::unique_ptr<char[]> buf(new char[kBuffer]);
