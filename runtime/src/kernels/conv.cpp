@@ -92,14 +92,12 @@ template <typename T, typename V, int U>
   for (int u = 0; u < U; ++u) std::memcpy(y + i + u * L, &acc[u], sizeof(V));
 }
 
-// y[o] += sum over the taps of w * x[o] for o in [0, n): two 64-byte vectors
-// at a time, then one, then two and one 16-byte vectors (the short rows of
-// small maps), then scalars. Built for AVX-512 and AVX2 too (simd.h), where
-// a 64-byte vector is one or two registers; in the baseline build, four.
-template <typename T>
-EPPROF_SIMD_CLONES void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) noexcept {
+// y[o] += sum over the taps of w * x[o] for o in [0, n): two vectors W at
+// a time, then one, then two and one 16-byte vectors (the short rows of
+// small maps), then scalars.
+template <typename T, typename W>
+[[gnu::always_inline]] inline void accumulate_taps_in(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) noexcept {
   using V = typename Simd<T>::V;
-  using W = typename Simd<T>::Wide;
   constexpr int64_t L = sizeof(V) / sizeof(T), LW = sizeof(W) / sizeof(T);
   int64_t i = 0;
   for (; i + 2 * LW <= n; i += 2 * LW) accumulate_vectors<T, W, 2>(y, taps, ntaps, i);
@@ -111,6 +109,32 @@ EPPROF_SIMD_CLONES void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, 
     for (size_t t = 0; t < ntaps; ++t) acc += taps[t].w * taps[t].x[i];
     y[i] = acc;
   }
+}
+
+#if EPPROF_SIMD_LEVELS
+// Built per x86-64 level, each with the vectors its registers hold: 64
+// bytes for AVX-512 (v4), 32 for AVX2 (v3; 64-byte vectors there went
+// through the stack, and ppocr_v2_cls spent 58% of its time in this loop).
+template <typename T>
+__attribute__((target("arch=x86-64-v4"))) void accumulate_taps_v4(T* y, const Tap<T>* taps, size_t ntaps,
+                                                                  int64_t n) noexcept {
+  accumulate_taps_in<T, typename Simd<T>::Wide>(y, taps, ntaps, n);
+}
+template <typename T>
+__attribute__((target("arch=x86-64-v3"))) void accumulate_taps_v3(T* y, const Tap<T>* taps, size_t ntaps,
+                                                                  int64_t n) noexcept {
+  accumulate_taps_in<T, typename Simd<T>::Half>(y, taps, ntaps, n);
+}
+#endif
+
+template <typename T>
+void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) noexcept {
+#if EPPROF_SIMD_LEVELS
+  static const int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+  if (level == 4) return accumulate_taps_v4(y, taps, ntaps, n);
+  if (level == 3) return accumulate_taps_v3(y, taps, ntaps, n);
+#endif
+  accumulate_taps_in<T, typename Simd<T>::V>(y, taps, ntaps, n);
 }
 
 // The depthwise convolution plus bias (null: none), a whole output plane at

@@ -24,6 +24,10 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__)
 #define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// Functions may also be built per x86-64 level by hand (target attributes)
+// and picked with __builtin_cpu_supports: where the vector width must
+// differ between levels, which one source for all clones cannot say.
+#define EPPROF_SIMD_LEVELS 1
 #else
 #define EPPROF_SIMD_CLONES
 #endif
@@ -42,11 +46,16 @@ template <>
 struct Simd<float> {
   typedef float V __attribute__((vector_size(16)));
   typedef float Wide __attribute__((vector_size(64)));
+  // One AVX2 register. GCC keeps a 64-byte vector in memory where the
+  // target has no 64-byte registers: in loops that carry one in a
+  // variable, AVX2 code built with Wide spills at every step.
+  typedef float Half __attribute__((vector_size(32)));
 };
 template <>
 struct Simd<double> {
   typedef double V __attribute__((vector_size(16)));
   typedef double Wide __attribute__((vector_size(64)));
+  typedef double Half __attribute__((vector_size(32)));
 };
 
 // Calls clone(error), a cloned function that stores what it caught in
