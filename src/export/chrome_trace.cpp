@@ -18,6 +18,11 @@ void ChromeTraceSink::open_item() {
 
 namespace {
 
+// Pieces of a slice's text after its timestamp, written by every path.
+constexpr std::string_view kDurKey = ",\"dur\":";
+constexpr std::string_view kSliceArgs = ",\"ph\":\"X\",\"args\":{";
+constexpr std::string_view kIdKey = "\"correlation_id\":\"";
+
 // The text of an item up to its timestamp.
 void write_head(JsonWriter& w, const char* cat, std::string_view name, int64_t pid, int64_t tid) {
   w.raw("{\"cat\":\"");
@@ -84,7 +89,7 @@ void ChromeTraceSink::host_head(const HostEventOut& e) {
 }
 
 void ChromeTraceSink::dur(int64_t ts_ns, int64_t dur_ns) {
-  w_.raw(",\"dur\":");
+  w_.raw(kDurKey);
   if (integer_)
     w_.i64(integer_slice(ts_ns, dur_ns).dur);
   else
@@ -114,14 +119,15 @@ void ChromeTraceSink::host_event(const HostEventOut& e) {
   if (!integer_ && !e.extra_args && (!e.record || e.record->arg_slots == 0)) {
     // The common event, with no args but its id: one capacity check for the
     // rest of it.
-    constexpr std::string_view kDur = ",\"dur\":", kArgs = ",\"ph\":\"X\",\"args\":{\"correlation_id\":\"",
-                               kEnd = "\"}}";
-    constexpr size_t kMost = 2 * JsonWriter::kMaxMicros + kDur.size() + kArgs.size() + 20 + kEnd.size();
+    constexpr std::string_view kEnd = "\"}}";
+    constexpr size_t kMost =
+        2 * JsonWriter::kMaxMicros + kDurKey.size() + kSliceArgs.size() + kIdKey.size() + 20 + kEnd.size();
     if (char* p = w_.reserve(kMost)) {
       p = JsonWriter::put_micros(p, e.ts_ns);
-      p = JsonWriter::put(p, kDur);
+      p = JsonWriter::put(p, kDurKey);
       p = JsonWriter::put_micros(p, e.dur_ns);
-      p = JsonWriter::put(p, kArgs);
+      p = JsonWriter::put(p, kSliceArgs);
+      p = JsonWriter::put(p, kIdKey);
       p = JsonWriter::put_u64(p, e.correlation_id);
       w_.commit(JsonWriter::put(p, kEnd));
     }
@@ -129,7 +135,7 @@ void ChromeTraceSink::host_event(const HostEventOut& e) {
   }
   ts(e.ts_ns);
   dur(e.ts_ns, e.dur_ns);
-  w_.raw(",\"ph\":\"X\",\"args\":{");
+  w_.raw(kSliceArgs);
   core::ArgIterator it(e.record);
   core::ArgView a;
   bool first = true;
@@ -160,7 +166,7 @@ void ChromeTraceSink::host_event(const HostEventOut& e) {
   }
   first = write_exact_dur(e.dur_ns, first);
   if (!first) w_.raw(',');
-  w_.raw("\"correlation_id\":\"");
+  w_.raw(kIdKey);
   w_.u64(e.correlation_id);
   w_.raw("\"}}");
 }
@@ -179,7 +185,7 @@ void ChromeTraceSink::counter(int64_t pid, int64_t tid, int64_t ts_ns, std::stri
 void ChromeTraceSink::device_event(const DeviceEventOut& e) {
   common(category_name(e.category), e.name, e.pid, e.tid, e.ts_ns);
   dur(e.ts_ns, e.dur_ns);
-  w_.raw(",\"ph\":\"X\",\"args\":{");
+  w_.raw(kSliceArgs);
   bool first = true;
   auto field = [&](std::string_view k, std::string_view v) {
     if (!first) w_.raw(',');
@@ -198,7 +204,7 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
     if (a->correlation_id) {  // 0: the device event came with no id
       if (!first) w_.raw(',');
       first = false;
-      w_.raw("\"correlation_id\":\"");
+      w_.raw(kIdKey);
       w_.u64(a->correlation_id);
       w_.raw('"');
     }
