@@ -111,30 +111,14 @@ template <typename T, typename W>
   }
 }
 
-#if EPPROF_SIMD_LEVELS
-// Built per x86-64 level, each with the vectors its registers hold: 64
-// bytes for AVX-512 (v4), 32 for AVX2 (v3; 64-byte vectors there went
-// through the stack, and ppocr_v2_cls spent 58% of its time in this loop).
-template <typename T>
-__attribute__((target("arch=x86-64-v4"))) void accumulate_taps_v4(T* y, const Tap<T>* taps, size_t ntaps,
-                                                                  int64_t n) noexcept {
-  accumulate_taps_in<T, typename Simd<T>::Wide>(y, taps, ntaps, n);
-}
-template <typename T>
-__attribute__((target("arch=x86-64-v3"))) void accumulate_taps_v3(T* y, const Tap<T>* taps, size_t ntaps,
-                                                                  int64_t n) noexcept {
-  accumulate_taps_in<T, typename Simd<T>::Half>(y, taps, ntaps, n);
-}
-#endif
-
+// Built for the CPU it runs on, with the vectors its registers hold: 64
+// bytes for AVX-512, 32 for AVX2 (64-byte vectors there went through the
+// stack, and ppocr_v2_cls spent 58% of its time in this loop).
 template <typename T>
 void accumulate_taps(T* y, const Tap<T>* taps, size_t ntaps, int64_t n) noexcept {
-#if EPPROF_SIMD_LEVELS
-  static const int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
-  if (level == 4) return accumulate_taps_v4(y, taps, ntaps, n);
-  if (level == 3) return accumulate_taps_v3(y, taps, ntaps, n);
-#endif
-  accumulate_taps_in<T, typename Simd<T>::V>(y, taps, ntaps, n);
+  at_widest_vector<T>([&](auto vec) __attribute__((always_inline)) {
+    accumulate_taps_in<T, typename decltype(vec)::type>(y, taps, ntaps, n);
+  });
 }
 
 // The depthwise convolution plus bias (null: none), a whole output plane at

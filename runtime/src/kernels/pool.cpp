@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/common.h"
@@ -121,39 +122,47 @@ template <typename T, typename Stride>
 using Stride1 = std::integral_constant<int64_t, 1>;
 using Stride2 = std::integral_constant<int64_t, 2>;
 
-// The inner run of a float row 16 outputs at a time, every tap of a window
-// folded into one register before the store: tap by tap over the whole row
-// (the loop below it), a row of 32 outputs spent more time starting and
-// ending its loops than in them. Through GCC's vector extensions, 16 floats
-// are one AVX-512 register in the v4 clone and two or four narrower ones in
-// the others. Rows of fewer than 16 inner outputs take the loop below.
+// The inner run of a float row one vector V of outputs at a time, every
+// tap of a window folded into one register before the store: tap by tap
+// over the whole row (the loop below it), a row of 32 outputs spent more
+// time starting and ending its loops than in them. V is the widest vector
+// the CPU's registers hold (kernels/simd.h): 16 floats on AVX-512, 8 on
+// AVX2. Rows of fewer inner outputs than V's lanes take the loop below.
 #if defined(__GNUC__) && !defined(__clang__)
-using Floats16 = Simd<float>::Wide;
-typedef int Ints16 __attribute__((vector_size(64)));  // a shuffle's lane indices
+// v = a and b's even-numbered elements, as if b followed a: lane l holds
+// a[2l] for l < n/2, else b[2l + 1 - n] (b starting one element before
+// a's end, that is a[2l + 1] of the span).
+template <typename V, size_t... L>
+[[gnu::always_inline]] inline void deinterleave(const V& a, const V& b, V& v, std::index_sequence<L...>) {
+  constexpr int n = sizeof...(L);
+  typedef int Index __attribute__((vector_size(sizeof(V))));
+  v = __builtin_shuffle(a, b, Index{(int(L) < n / 2 ? 2 * int(L) : 2 * int(L) + 1)...});
+}
 
 // Lane l of v: in[(o + l) * s]. Reads nothing past the last lane's element.
-// (An out-parameter: a returned vector this wide warns of an ABI that,
+// (An out-parameter: a returned 64-byte vector warns of an ABI that,
 // inlined, it never has.)
-template <typename Stride>
-[[gnu::always_inline]] inline void tap_vector(const float* in, int64_t o, Stride s, Floats16& v) {
+template <typename V, typename Stride>
+[[gnu::always_inline]] inline void tap_vector(const float* in, int64_t o, Stride s, V& v) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   if constexpr (std::is_same_v<Stride, Stride1>) {
     std::memcpy(&v, in + o, sizeof v);
   } else if constexpr (std::is_same_v<Stride, Stride2>) {
-    Floats16 a, b;  // the span's elements [0, 16) and [15, 31)
+    V a, b;  // the span's elements [0, kLanes) and [kLanes - 1, 2 kLanes - 1)
     std::memcpy(&a, in + 2 * o, sizeof a);
-    std::memcpy(&b, in + 2 * o + 15, sizeof b);
-    v = __builtin_shuffle(a, b, Ints16{0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31});
+    std::memcpy(&b, in + 2 * o + kLanes - 1, sizeof b);
+    deinterleave(a, b, v, std::make_index_sequence<kLanes>());
   } else {
-    for (int l = 0; l < 16; ++l) v[l] = in[(o + l) * s];
+    for (int l = 0; l < kLanes; ++l) v[l] = in[(o + l) * s];
   }
 }
 
 // Returns false, writing nothing, for a row this does not take.
-template <typename T, typename InputRow, typename Stride>
+template <typename V, typename T, typename InputRow, typename Stride>
 [[gnu::always_inline]] inline bool vector_run(T* row, const InputRow& input_row, const Window& w,
                                               const MaxPoolPlan& plan, int64_t kd0, int64_t kd1, int64_t kh0,
                                               int64_t kh1, Stride s2) {
-  constexpr int64_t kLanes = 16;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   const int64_t lo = plan.inner_lo, hi = plan.inner_hi;
   if constexpr (!std::is_same_v<T, float>) {
     return false;
@@ -161,12 +170,12 @@ template <typename T, typename InputRow, typename Stride>
     if (hi - lo < kLanes) return false;
     for (int64_t o = lo;; o += kLanes) {
       o = std::min(o, hi - kLanes);  // the last vector may overlap the one before: same values
-      Floats16 best = Floats16{} + std::numeric_limits<float>::lowest();  // a window with no tap
+      V best = V{} + std::numeric_limits<float>::lowest();  // a window with no tap
       bool first = true;
       for (int64_t kd = kd0; kd < kd1; ++kd)
         for (int64_t kh = kh0; kh < kh1; ++kh)
           for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-            Floats16 v;
+            V v;
             tap_vector(input_row(kd, kh) + kw * w.d[2] - w.pb[2], o, s2, v);
             best = first ? v : (v > best ? v : best);  // max_pool's order: the first tap seeds
             first = false;
@@ -177,9 +186,8 @@ template <typename T, typename InputRow, typename Stride>
   }
 }
 #else
-template <typename T, typename InputRow, typename Stride>
-bool vector_run(T*, const InputRow&, const Window&, const MaxPoolPlan&, int64_t, int64_t, int64_t, int64_t,
-                Stride) {
+template <typename V, typename T, typename InputRow, typename Stride>
+bool vector_run(T*, const InputRow&, const Window&, const MaxPoolPlan&, int64_t, int64_t, int64_t, int64_t, Stride) {
   return false;
 }
 #endif
@@ -188,8 +196,8 @@ bool vector_run(T*, const InputRow&, const Window&, const MaxPoolPlan&, int64_t,
 // the last dim's stride, is a compile-time constant for the common strides
 // 1 and 2, so that the inner run's loads vectorise as contiguous or
 // deinterleaved ones rather than one element at a time. Inlined into
-// max_pool_rows' clones, so it is built for their CPU.
-template <typename T, typename Stride>
+// max_pool_rows, so it is built for the CPU it runs on.
+template <typename V, typename T, typename Stride>
 [[gnu::always_inline]] inline void max_pool_plane(const T* xp, T* yp, const Window& w, const MaxPoolPlan& plan,
                                                   int64_t row0, int64_t row1, Stride s2) {
   const TapRanges* r = plan.r;
@@ -206,7 +214,7 @@ template <typename T, typename Stride>
     auto input_row = [&](int64_t kd, int64_t kh) {  // tap (kd, kh)'s input row, at input column 0
       return xp + ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2];
     };
-    if (!vector_run(row, input_row, w, plan, r[0].lo[d], r[0].hi[d], r[1].lo[h], r[1].hi[h], s2)) {
+    if (!vector_run<V>(row, input_row, w, plan, r[0].lo[d], r[0].hi[d], r[1].lo[h], r[1].hi[h], s2)) {
       // The inner run, tap by tap.
       std::fill(row + inner_lo, row + inner_hi, std::numeric_limits<T>::lowest());  // windows with no tap
       bool first = true;
@@ -261,32 +269,35 @@ template <typename T, typename Stride>
 // (kernels/simd.h): as baseline SSE2, the stride-2 loads went one element
 // at a time.
 template <typename T>
-EPPROF_SIMD_CLONES void max_pool_rows(const T* x, T* y, int64_t planes, int64_t row0, int64_t row1, const Window& w,
-                                      const MaxPoolPlan& plan) noexcept {
-  if (flat_windows(w)) {
-    // Rows of every plane: one run a plane, or one in all when whole planes.
-    const bool whole = row0 == 0 && row1 == w.out[0] * w.out[1];
-    const int64_t runs = whole ? 1 : planes, n = (whole ? planes : 1) * (row1 - row0) * w.out[2];
-    for (int64_t r = 0; r < runs; ++r) {
-      const T* xr = x + r * w.in_size() + row0 * w.in[2];
-      T* yr = y + r * w.out_size() + row0 * w.out[2];
-      if (w.s[2] == 2)
-        max_pool_flat(xr, yr, n, w.k[2], w.d[2], Stride2());
-      else
-        max_pool_flat(xr, yr, n, w.k[2], w.d[2], w.s[2]);
+void max_pool_rows(const T* x, T* y, int64_t planes, int64_t row0, int64_t row1, const Window& w,
+                   const MaxPoolPlan& plan) noexcept {
+  at_widest_vector<float>([&](auto vec) __attribute__((always_inline)) {
+    using V = typename decltype(vec)::type;
+    if (flat_windows(w)) {
+      // Rows of every plane: one run a plane, or one in all when whole planes.
+      const bool whole = row0 == 0 && row1 == w.out[0] * w.out[1];
+      const int64_t runs = whole ? 1 : planes, n = (whole ? planes : 1) * (row1 - row0) * w.out[2];
+      for (int64_t r = 0; r < runs; ++r) {
+        const T* xr = x + r * w.in_size() + row0 * w.in[2];
+        T* yr = y + r * w.out_size() + row0 * w.out[2];
+        if (w.s[2] == 2)
+          max_pool_flat(xr, yr, n, w.k[2], w.d[2], Stride2());
+        else
+          max_pool_flat(xr, yr, n, w.k[2], w.d[2], w.s[2]);
+      }
+      return;
     }
-    return;
-  }
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const T* xp = x + pl * w.in_size();
-    T* yp = y + pl * w.out_size();
-    if (w.s[2] == 1)
-      max_pool_plane(xp, yp, w, plan, row0, row1, Stride1());
-    else if (w.s[2] == 2)
-      max_pool_plane(xp, yp, w, plan, row0, row1, Stride2());
-    else
-      max_pool_plane(xp, yp, w, plan, row0, row1, w.s[2]);
-  }
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const T* xp = x + pl * w.in_size();
+      T* yp = y + pl * w.out_size();
+      if (w.s[2] == 1)
+        max_pool_plane<V>(xp, yp, w, plan, row0, row1, Stride1());
+      else if (w.s[2] == 2)
+        max_pool_plane<V>(xp, yp, w, plan, row0, row1, Stride2());
+      else
+        max_pool_plane<V>(xp, yp, w, plan, row0, row1, w.s[2]);
+    }
+  });
 }
 
 // Split across the intra-op threads, when there are taps or data enough,

@@ -24,9 +24,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__)
 #define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-// Functions may also be built per x86-64 level by hand (target attributes)
-// and picked with __builtin_cpu_supports: where the vector width must
-// differ between levels, which one source for all clones cannot say.
+// Functions may also be built per x86-64 level with their own vector
+// width: at_widest_vector() below.
 #define EPPROF_SIMD_LEVELS 1
 #else
 #define EPPROF_SIMD_CLONES
@@ -57,6 +56,47 @@ struct Simd<double> {
   typedef double Wide __attribute__((vector_size(64)));
   typedef double Half __attribute__((vector_size(32)));
 };
+
+// A vector type as a value, for a generic lambda to take it as an argument.
+template <typename V>
+struct VectorType {
+  using type = V;
+};
+
+namespace simd_detail {
+#if EPPROF_SIMD_LEVELS
+template <typename T, typename Body>
+__attribute__((target("arch=x86-64-v4"))) void run_v4(Body& body) noexcept {
+  body(VectorType<typename Simd<T>::Wide>{});
+}
+template <typename T, typename Body>
+__attribute__((target("arch=x86-64-v3"))) void run_v3(Body& body) noexcept {
+  body(VectorType<typename Simd<T>::Half>{});
+}
+#endif
+}  // namespace simd_detail
+
+// body(VectorType<W>{}), built for the highest x86-64 level this CPU has,
+// with W the widest vector of T one of its registers holds: Simd<T>::Wide
+// on v4 (AVX-512), Half on v3 (AVX2, FMA), V at the baseline. For loops
+// that carry vectors in variables, whose width must follow the CPU, which
+// EPPROF_SIMD_CLONES (one source for every level) cannot say: a 64-byte
+// vector on an AVX2 machine lives in memory, and such a loop spills at
+// every step.
+//
+// `body` is built for the level only where it is inlined: a lambda marked
+// __attribute__((always_inline)) (the [[gnu::]] spelling there names its
+// type, which Clang ignores) that calls only inline functions. It must
+// not throw. The level is read from the CPU once.
+template <typename T, typename Body>
+void at_widest_vector(Body&& body) noexcept {
+#if EPPROF_SIMD_LEVELS
+  static const int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+  if (level == 4) return simd_detail::run_v4<T>(body);
+  if (level == 3) return simd_detail::run_v3<T>(body);
+#endif
+  body(VectorType<typename Simd<T>::V>{});
+}
 
 // Calls clone(error), a cloned function that stores what it caught in
 // `error`, and rethrows it here, outside the clone.
