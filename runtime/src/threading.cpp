@@ -1,6 +1,7 @@
 #include "threading.h"
 
 #include "epprof/rt/blas.h"
+#include "kernels/conv_direct.h"
 #include "kernels/sgemm.h"
 
 #include <fstream>
@@ -87,6 +88,14 @@ std::string blas_kernels() {
 std::string sgemm_kernels() {
   const char* name = kernels::sgemm_kernel();
   return *name ? name : "openblas";
+}
+
+std::string conv_direct_kernels() {
+  switch (kernels::conv_direct_lanes()) {
+    case 16: return "avx512";
+    case 8: return "avx2";
+    default: return "none";
+  }
 }
 
 }  // namespace epprof::rt

@@ -850,6 +850,7 @@ TEST(RunCli, TheMetadataNamesTheBlasKernels) {
     ASSERT_NE(meta, nullptr);
     EXPECT_EQ(meta->arg("blas_kernels"), kernels);
     EXPECT_EQ(meta->arg("sgemm_kernel"), epprof::rt::sgemm_kernels());
+    EXPECT_EQ(meta->arg("conv_direct_kernel"), epprof::rt::conv_direct_kernels());
   }
 }
 

@@ -276,17 +276,22 @@ TEST(ReportCli, MemoryProfilingMatchesTheOutputShapes) {
   }
   EXPECT_EQ(checked, 3 * 12u);  // the CNN's 29 nodes, less the 17 its Convs absorbed (SessionOptions::fuse_nodes)
   // The CNN's 3x3 convolutions allocate reported scratch, freed within the
-  // node, where OpenBLAS runs their gemms (im2col columns) and on AVX-512
-  // (the implicit GEMM's zero-padded copy of X); the runtime's AVX2 sgemm
-  // packs its panels straight from X, with none (runtime/src/kernels/conv.cpp).
-  std::string sgemm_kernel;
+  // node, where the implicit GEMM runs them (its zero-padded copy of X) and
+  // where OpenBLAS runs their gemms (im2col columns); the runtime's AVX2
+  // sgemm packs its panels straight from X, with none
+  // (runtime/src/kernels/conv.cpp).
+  std::string sgemm_kernel, conv_direct_kernel;
   for (const json& e : events)
-    if (e["ph"] == "M" && e["name"] == "epprof_metadata") sgemm_kernel = e["args"].value("sgemm_kernel", "");
+    if (e["ph"] == "M" && e["name"] == "epprof_metadata") {
+      sgemm_kernel = e["args"].value("sgemm_kernel", "");
+      conv_direct_kernel = e["args"].value("conv_direct_kernel", "");
+    }
   ASSERT_FALSE(sgemm_kernel.empty()) << "no sgemm_kernel in the trace's metadata";
-  if (sgemm_kernel == "avx2")
+  ASSERT_FALSE(conv_direct_kernel.empty()) << "no conv_direct_kernel in the trace's metadata";
+  if (conv_direct_kernel == "none" && sgemm_kernel == "avx2")
     EXPECT_EQ(temporaries, 0) << "sgemm kernel " << sgemm_kernel;
   else
-    EXPECT_GT(temporaries, 0) << "sgemm kernel " << sgemm_kernel;
+    EXPECT_GT(temporaries, 0) << "sgemm kernel " << sgemm_kernel << ", implicit GEMM " << conv_direct_kernel;
   CmdResult rep = run_cmd(cli() + " report " + trace + " --by memory --format json");
   ASSERT_EQ(rep.rc, 0) << rep.out;
   const json mem = json::parse(rep.out);

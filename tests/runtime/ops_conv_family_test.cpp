@@ -337,7 +337,7 @@ const std::vector<ConvCase>& conv_cases() {
       {"depthwise 3x3 s2 dil2 pad3 on 3 rows", 1, 4, 3, 12, 4, 4, 3, 3, 2, 1, 2, 1, 3, 1, 3, 1, false},
       {"one input channel to 6 (gemm)", 1, 1, 6, 9, 6, 1, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, true},
       {"depthwise M=6C (gemm per group)", 1, 2, 5, 6, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-      {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"grouped 3x3 pad1", 2, 4, 6, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"grouped 3x3 s2 no bias", 1, 6, 7, 7, 9, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, false},
       {"pointwise 1x1 bias", 2, 5, 4, 6, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"pointwise 1x1 no bias", 1, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},
@@ -346,35 +346,37 @@ const std::vector<ConvCase>& conv_cases() {
       {"1x1 s2 pad1", 1, 3, 5, 6, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, true},
       {"generic 3x3 s2 pad1 bias", 2, 3, 9, 8, 4, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
       // K x out-width big enough that im2col runs in tiles of a few output rows
-      // (the first, float, takes the implicit GEMM on AVX-512; double does not).
+      // (the first, float, takes the implicit GEMM on AVX2 and AVX-512; double does not).
       {"generic 3x3 in row tiles", 1, 64, 12, 40, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"grouped 3x3 s2 in row tiles", 1, 128, 15, 70, 4, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
       {"generic 3x3 dil2 asym pads", 1, 2, 7, 9, 3, 1, 3, 3, 1, 1, 2, 2, 0, 3, 2, 1, false},
       {"1-D depthwise k4 s3 dil2", 2, 3, 1, 20, 3, 3, 1, 4, 1, 3, 1, 2, 0, 2, 0, 1, true, true},
       {"1-D generic k5 s2", 1, 2, 1, 17, 3, 1, 1, 5, 1, 2, 1, 1, 0, 1, 0, 3, true, true},
-      // Output rows of 12 columns or more: the implicit GEMM on AVX-512
-      // (conv_direct.cpp), with 16-column segments, masked ends, an odd last
-      // segment, channel tiles of fewer than 8 rows, strides, dilations and
+      // Output rows of 12 columns or more: the implicit GEMM on AVX2 and
+      // AVX-512 (conv_direct.cpp), with 8- or 16-column segments, short
+      // ends, tiles whose segments span rows or run past the last,
+      // channel tiles of fewer rows than a full one, strides, dilations and
       // groups.
       {"direct 3x3 s1 pad1, 32-column rows", 2, 5, 6, 32, 19, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"direct 3x3 s1 pad1, 16-column rows", 1, 7, 5, 16, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-      {"direct 3x3 s2 pad1, 13-column rows", 1, 4, 9, 26, 11, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+      {"direct 3x3 s2 pad1, 13-column rows", 1, 4, 11, 26, 11, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
       {"direct 5x3 s(1,3) dil(2,1) asym", 1, 3, 11, 80, 9, 1, 5, 3, 1, 3, 2, 1, 2, 0, 1, 2, false},
       {"direct 3x3 dil2 pads wider", 1, 2, 4, 40, 6, 1, 3, 3, 1, 1, 2, 3, 3, 4, 2, 5, true},
       {"direct grouped 3x3, 44-column rows", 2, 6, 3, 44, 10, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"direct 2x2 s2 no pad", 1, 3, 8, 64, 16, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true},
       {"1-D direct k3 s1 pad1", 2, 4, 1, 37, 12, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
-      // "Same" convs of stride 1 on rows too narrow for the implicit GEMM:
+      // "Same" convs of stride 1 on rows too narrow for the implicit GEMM
+      // (5 columns or fewer: it wants 6 of 8 lanes used, or 12 of 16):
       // each tap's rows are adjacent in X, packed a panel row at a time
       // (pack_adjacent_rows), with the padding at rows' ends and at the
       // top and bottom zeroed; the last splits its rows across threads.
-      {"adjacent rows 3x3 same, 8 columns", 1, 6, 9, 8, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 3x3 same, 5 columns", 1, 6, 9, 5, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"adjacent rows 1x3, 4 columns", 1, 5, 23, 4, 7, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, false},
       {"adjacent rows 3x1 dil2, 5 columns", 1, 4, 11, 5, 6, 1, 3, 1, 1, 1, 2, 1, 2, 0, 2, 0, true},
       {"adjacent rows 5x5 pad2, 3 columns", 2, 3, 6, 3, 4, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true},
       {"adjacent rows 3x3 asym pads, 2 columns", 1, 3, 7, 2, 9, 1, 3, 3, 1, 1, 1, 1, 2, 1, 0, 1, false},
       {"adjacent rows grouped 3x3, 6 columns", 1, 4, 10, 6, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
-      {"adjacent rows 3x3 same, split rows", 2, 16, 40, 8, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 3x3 same, split rows", 2, 16, 40, 5, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"1-D adjacent k3 pad1", 2, 4, 1, 6, 5, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
   };
   return cases;
@@ -393,10 +395,12 @@ TEST(OpsConvFamily, ConvMatchesNaiveReferenceDouble) {
 }
 
 // The cases named "direct" above reach the implicit GEMM wherever the CPU has
-// AVX-512; rows of 8 columns (half a vector) and pointwise convs do not.
-TEST(OpsConvFamily, WideRowsTakeTheDirectConvOnAvx512) {
+// AVX2 or AVX-512. Rows of 8 columns take it in 8-lane vectors (AVX2), not
+// in 16-lane ones (half of each unused); rows of 4 and pointwise convs never.
+TEST(OpsConvFamily, WideRowsTakeTheDirectConv) {
   using namespace epprof::rt::kernels;
-  const bool avx512 = std::string(sgemm_kernel()) == "avx512";
+  const int64_t lanes = conv_direct_lanes();
+  std::printf("[ info ] the implicit GEMM's vectors here: %lld floats\n", static_cast<long long>(lanes));
   auto resolve = [](const ConvCase& c) {
     WindowAttrs attrs;
     if (c.one_d) {
@@ -409,12 +413,17 @@ TEST(OpsConvFamily, WideRowsTakeTheDirectConvOnAvx512) {
   int direct = 0;
   for (const ConvCase& c : conv_cases()) {
     if (std::string(c.name).find("direct") == std::string::npos) continue;
-    EXPECT_EQ(conv_direct_runs(resolve(c)), avx512) << c.name;
+    EXPECT_EQ(conv_direct_runs(resolve(c)), lanes > 0) << c.name;
     ++direct;
   }
   EXPECT_EQ(direct, 8);
-  const ConvCase narrow = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
-  EXPECT_FALSE(conv_direct_runs(resolve(narrow)));
+  // The gemm's packing from adjacent rows keeps its cases on every CPU.
+  for (const ConvCase& c : conv_cases())
+    if (std::string(c.name).rfind("adjacent rows", 0) == 0) EXPECT_FALSE(conv_direct_runs(resolve(c))) << c.name;
+  const ConvCase eight = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  EXPECT_EQ(conv_direct_runs(resolve(eight)), lanes == 8);
+  const ConvCase four = {"4-column rows", 1, 4, 8, 4, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  EXPECT_FALSE(conv_direct_runs(resolve(four)));
   const ConvCase pointwise = {"pointwise", 1, 4, 8, 32, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true};
   EXPECT_FALSE(conv_direct_runs(resolve(pointwise)));
 }

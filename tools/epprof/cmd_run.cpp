@@ -153,7 +153,9 @@ void print_help() {
       "\n"
       "Float MatMul, Gemm, Conv and the like run on the runtime's own gemm where the\n"
       "CPU has AVX-512 or AVX2 with FMA (metadata \"sgemm_kernel\"; here: %s), the\n"
-      "rest on OpenBLAS. Environment: OPENBLAS_CORETYPE, when set, picks OpenBLAS's\n"
+      "rest on OpenBLAS. Float convs whose output rows fill its vectors run as an\n"
+      "implicit GEMM on the same CPUs (metadata \"conv_direct_kernel\"; here: %s).\n"
+      "Environment: OPENBLAS_CORETYPE, when set, picks OpenBLAS's\n"
       "kernels; unset, OpenBLAS picks by the CPU. The trace's metadata\n"
       "\"blas_kernels\" names the set the runs used (here: %s).\n"
       "\n"
@@ -161,7 +163,7 @@ void print_help() {
       "message names the problem), 2 for a bad command line.\n",
       rt::default_intra_op_threads(), std::max(1u, std::thread::hardware_concurrency()), input_options_help(),
       counter_options_help(),
-      rt::sgemm_kernels().c_str(), rt::blas_kernels().c_str());
+      rt::sgemm_kernels().c_str(), rt::conv_direct_kernels().c_str(), rt::blas_kernels().c_str());
 }
 
 std::string basename_no_ext(const std::string& path) {
@@ -519,7 +521,8 @@ int execute(const Options& o) {
         {"inter_op_threads", std::to_string(session.inter_op_threads())},
         {"blas_kernels", rt::blas_kernels()},
         {"fusions", fusions_text(session.fusions())},
-        {"sgemm_kernel", rt::sgemm_kernels()}};
+        {"sgemm_kernel", rt::sgemm_kernels()},
+        {"conv_direct_kernel", rt::conv_direct_kernels()}};
     for (const auto& [key, value] : settings)
       if (epprof_status* st = epprof_profiler_set_metadata(session_profiler->profiler(), key, value.c_str()))
         epprof_status_release(st);

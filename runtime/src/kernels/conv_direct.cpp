@@ -6,16 +6,18 @@
 // column c of a padded input row goes to phase c % s, position c / s, for
 // the column stride s. Output column o's tap at kernel column kw reads padded
 // column o*s + kw*d = (o + q)*s + r, with kw*d = q*s + r: position o + q of
-// phase r. So for every p, sixteen consecutive output columns of one output
-// row read sixteen consecutive floats, at one offset per p from the segment's
-// start (the offset table). No bounds test, no packing.
+// phase r. So for every p, a vector's worth of consecutive output columns of
+// one output row read as many consecutive floats, at one offset per p from
+// the segment's start (the offset table). No bounds test, no packing.
 //
-// The output is cut into segments of 16 columns of one output row (the last
-// of a row shorter, its lanes masked). A tile is 8 output channels by two
-// segments: 16 zmm accumulators. Per p it loads one vector per segment,
-// broadcasts 8 weights read in place from W's rows, and issues 16 FMAs. The
-// tile's two segments may lie in different rows (an 8x16 or 16x16 map is
-// cut into whole rows), each with its own start.
+// The output is cut into segments of one vector's lanes of one output row
+// (the last of a row shorter, its extra lanes not stored). A tile is R
+// output channels by S segments, R * S vector accumulators: per p it loads
+// one vector per segment, broadcasts R weights read in place from W's rows,
+// and issues R * S multiply-adds. A tile's segments may lie in different
+// rows (an 8x16 or 16x16 map is cut into whole rows), each with its own
+// start. The vector and the tile follow the CPU (Tiling below): on AVX-512,
+// 16 lanes and 8 x 2 tiles; on AVX2, 8 lanes and 4 x 3.
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
@@ -24,25 +26,54 @@
 #include <vector>
 
 #include "intra_op.h"
+#include "kernels/common.h"
+#include "kernels/simd.h"
 #include "memory_hooks.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define EPPROF_CONV_DIRECT_X86 1
-#endif
 
 namespace epprof::rt::kernels {
 
 namespace {
 
-constexpr int64_t kLanes = 16;  // floats in a zmm register
-constexpr int64_t kRows = 8;    // output channels in a tile
-constexpr int64_t kSegs = 2;    // segments in a tile
+// A tile for vectors V: its lanes, output channels (rows) and segments.
+// Its R * S accumulators, S loaded vectors and a broadcast weight fit the
+// level's registers: 32 on AVX-512 (8 x 2), 16 on AVX2 (4 x 3; 6 x 2 would
+// split the usual 32 or 64 channels unevenly).
+template <typename V>
+struct Tiling {
+  static constexpr int64_t kLanes = int64_t(sizeof(V) / sizeof(float));
+  static constexpr int kRows = kLanes >= 16 ? 8 : 4;
+  static constexpr int kSegs = kLanes >= 16 ? 2 : 3;
+};
 
-// A segment is used in full by at least this share of its lanes, on average
-// over a row: a 12-column row fills 12 of 16, a 40-column row 40 of 48.
-// Below it (8-column rows use half) the gemm's panels, which run across
-// rows, waste less.
+// The tiling of the widest vector this CPU's registers hold
+// (at_widest_vector), as plain numbers; lanes 0 where that vector is
+// narrower than 8 floats: below AVX2, conv_direct does not run.
+struct TileShape {
+  int64_t lanes = 0, rows = 0, segs = 0;
+};
+TileShape tile_shape() {
+  TileShape t;
+  at_widest_vector<float>([&](auto vec) __attribute__((always_inline)) {
+    using T = Tiling<typename decltype(vec)::type>;
+    if (T::kLanes >= 8) t = TileShape{T::kLanes, T::kRows, T::kSegs};
+  });
+  return t;
+}
+const TileShape& cpu_tile_shape() {
+  static const TileShape t = tile_shape();
+  return t;
+}
+
+// The floats past the last channel's padded plane that a segment's loads
+// may read: its lanes past the row's end, which are not stored.
+constexpr int64_t kSlackFloats = 16;
+
+// The tiles' lanes hold outputs in at least this share, over the output
+// map: with 16 lanes, a 12-column row fills 12 of 16, a 40-column row 40 of
+// 48. Below it the gemm's panels, which run across rows, waste less: 8-column
+// rows in 16 lanes use half; one row of 8 outputs (openWakeWord's
+// melspectrogram, a 1-D conv) in one 3-segment AVX2 tile a third, and took
+// 30% longer than the gemm.
 constexpr double kMinLaneUse = 0.75;
 
 // Where the padded copy puts each input element. Each range of tiles pads
@@ -116,123 +147,136 @@ void pad_rows(const float* x, int64_t channels, const Window& w, const PaddedLay
     }
 }
 
-int64_t segments_per_row(const Window& w) { return (w.out[2] + kLanes - 1) / kLanes; }
+int64_t segments_per_row(const Window& w, int64_t lanes) { return (w.out[2] + lanes - 1) / lanes; }
 
-#ifdef EPPROF_CONV_DIRECT_X86
+// One segment of a tile: where its loads start in the padded copy, where it
+// stores in Y (and its offset from Y's start, for Z), how many of its lanes
+// are stored (0: none, a tile's missing last segment).
+struct Segment {
+  const float* x;
+  float* y;
+  ptrdiff_t at;
+  int64_t lanes;
+};
 
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
+// Vectors go by reference here: passed or returned by value, a 64-byte one
+// warns of an ABI that, inlined, it never has.
+
+// v += the first n floats at p (all of v's lanes when n is that many).
+template <typename V>
+[[gnu::always_inline]] inline void add_lanes(V& v, const float* p, int64_t n) {
+  V a{};
+  if (n == Tiling<V>::kLanes)
+    std::memcpy(&a, p, sizeof a);
+  else
+    for (int64_t l = 0; l < n; ++l) a[l] = p[l];
+  v += a;
 }
 
-// The epilogue on one stored vector: z at its lanes (k), then the activation.
-__attribute__((target("avx512f"))) inline __m512 finish_vector(__m512 v, const DirectEpilogue& e, const float* z,
-                                                                __mmask16 k) {
-  if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z));
+template <typename V>
+[[gnu::always_inline]] inline void store_lanes(float* p, const V& v, int64_t n) {
+  if (n == Tiling<V>::kLanes)
+    std::memcpy(p, &v, sizeof v);
+  else
+    for (int64_t l = 0; l < n; ++l) p[l] = v[l];
+}
+
+// The epilogue on one vector: z's first n lanes added (null: none), then
+// the activation, lane by lane as activations.h computes it.
+template <typename V>
+[[gnu::always_inline]] inline void finish_vector(V& v, const DirectEpilogue& e, const float* z, int64_t n) {
+  if (z) add_lanes(v, z, n);
+  const V zero{};
   switch (e.act) {
     case DirectEpilogue::Act::kNone: break;
-    case DirectEpilogue::Act::kRelu: {  // v > 0 ? v : 0 (NaN: 0)
-      const __m512 zero = _mm512_setzero_ps();
-      v = _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+    case DirectEpilogue::Act::kRelu: v = v > zero ? v : zero; break;  // NaN: 0
+    case DirectEpilogue::Act::kClip:
+      v = v < e.lo ? zero + e.lo : v;
+      v = e.hi < v ? zero + e.hi : v;
       break;
-    }
-    case DirectEpilogue::Act::kClip: {
-      const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(hi, v, _CMP_LT_OQ), hi);
+    case DirectEpilogue::Act::kLeakyRelu:  // max(v, 0) + alpha * min(v, 0); NaN stays NaN
+      v = (v < zero ? zero : v) + e.alpha * (zero < v ? zero : v);
       break;
-    }
-    case DirectEpilogue::Act::kLeakyRelu: {  // max(v, 0) + alpha * min(v, 0)
-      // The zero first: vmaxps and vminps return their second operand when
-      // either is NaN, so NaN stays NaN, as in activations.h. The maskz
-      // forms with every lane set: GCC 12's unmasked ones pass an undefined
-      // vector that -Wmaybe-uninitialized reports.
-      const __m512 zero = _mm512_setzero_ps();
-      const __mmask16 all = 0xffff;
-      v = _mm512_fmadd_ps(_mm512_set1_ps(e.alpha), _mm512_maskz_min_ps(all, zero, v),
-                          _mm512_maskz_max_ps(all, zero, v));
-      break;
-    }
   }
-  return v;
 }
 
-// The tile of rows [0, mr) of W (row r at w + r * ldw) by the segments at x0
-// and x1 (lanes k0, k1), onto y0 and y1 (row r at + r * ldy), starting from
-// the bias, finished by `e` (Z's rows at zoff past y0's and y1's). Rows at or
+// The tile of rows [0, mr) of W (row r at w + r * ldw) by the segments
+// `seg`, onto Y's channels from the one `first` floats past the segments'
+// (row r at + r * ldy), starting from the bias, finished by `e`. Rows at or
 // past mr read row 0, so that the reads stay inside W, and are not stored.
-__attribute__((target("avx512f,fma"))) void tile(int64_t K, const float* w, int64_t ldw, int64_t mr,
-                                                 const float* x0, const float* x1, const int64_t* off,
-                                                 const float* bias, float* y0, float* y1, int64_t ldy,
-                                                 __mmask16 k0, __mmask16 k1, const DirectEpilogue& e,
-                                                 ptrdiff_t zoff0, ptrdiff_t zoff1) {
-  __m512 acc[kRows][kSegs];
-  const float* wr[kRows];
+template <typename V>
+[[gnu::always_inline]] inline void tile(int64_t K, const float* w, int64_t ldw, int64_t mr, const Segment* seg,
+                                        const int64_t* off, const float* bias, ptrdiff_t first, int64_t ldy,
+                                        const DirectEpilogue& e) {
+  constexpr int R = Tiling<V>::kRows, S = Tiling<V>::kSegs;
+  V acc[R][S];
+  const float* wr[R];
 #pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     const bool real = r < mr;
-    acc[r][0] = acc[r][1] = _mm512_set1_ps(bias && real ? bias[r] : 0.0f);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) acc[r][s] = V{} + (bias && real ? bias[r] : 0.0f);
     wr[r] = w + (real ? r : 0) * ldw;
   }
+  const float* x[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) x[s] = seg[s].x;
   for (int64_t p = 0; p < K; ++p) {
     const int64_t o = off[p];
-    const __m512 b0 = _mm512_loadu_ps(x0 + o), b1 = _mm512_loadu_ps(x1 + o);
+    V b[S];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) std::memcpy(&b[s], x[s] + o, sizeof(V));
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 a = _mm512_set1_ps(wr[r][p]);
-      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    for (int r = 0; r < R; ++r) {
+      const float a = wr[r][p];
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) acc[r][s] += a * b[s];
     }
   }
   const bool finish = e.z || e.act != DirectEpilogue::Act::kNone;
 #pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (r >= mr) break;
-    float *o0 = y0 + r * ldy, *o1 = y1 + r * ldy;
-    if (finish) {
-      acc[r][0] = finish_vector(acc[r][0], e, e.z ? e.z + zoff0 + r * ldy : nullptr, k0);
-      acc[r][1] = finish_vector(acc[r][1], e, e.z ? e.z + zoff1 + r * ldy : nullptr, k1);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const ptrdiff_t row = first + r * ldy;
+      V v = acc[r][s];
+      if (finish) finish_vector(v, e, e.z ? e.z + seg[s].at + row : nullptr, seg[s].lanes);
+      store_lanes(seg[s].y + row, v, seg[s].lanes);
     }
-    _mm512_mask_storeu_ps(o0, k0, acc[r][0]);
-    _mm512_mask_storeu_ps(o1, k1, acc[r][1]);
   }
 }
 
-__mmask16 lanes_mask(int64_t lanes) { return lanes >= kLanes ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1); }
-
-#else
-
-bool cpu_has_avx512() { return false; }
-
-#endif
-
 }  // namespace
 
+int64_t conv_direct_lanes() { return cpu_tile_shape().lanes; }
+
 bool conv_direct_runs(const ConvShape& cs) {
-  static const bool avx512 = cpu_has_avx512();
+  const TileShape& t = cpu_tile_shape();
   const Window& w = cs.w;
   // A 1x1 kernel (strided, or padded) has too short a reduction per
   // channel for the padded copy to pay: the gemm ran them in 60% of the time.
-  if (!avx512 || w.spatial > 2 || w.k_size() == 1) return false;
+  if (t.lanes == 0 || w.spatial > 2 || w.k_size() == 1) return false;
   if (cs.K == 0 || cs.P == 0 || cs.Mg == 0) return false;
-  const int64_t segs = segments_per_row(w);
-  return double(w.out[2]) >= kMinLaneUse * double(segs * kLanes);
+  const int64_t rows = w.out[1], segs = rows * segments_per_row(w, t.lanes);
+  const int64_t tiles = (segs + t.segs - 1) / t.segs;
+  return double(rows * w.out[2]) >= kMinLaneUse * double(tiles * t.segs * t.lanes);
 }
 
 void conv_direct(const float* x, const float* wt, const float* bias, const ConvShape& cs, float* y,
                  const DirectEpilogue* epilogue) {
-#ifdef EPPROF_CONV_DIRECT_X86
+  const TileShape& ts = cpu_tile_shape();
+  if (ts.lanes == 0) fail("Conv: the direct convolution needs x86-64 with AVX2 or AVX-512");
   const Window& w = cs.w;
-  const int64_t OW = w.out[2], spr = segments_per_row(w);
-  const int64_t segs = w.out[1] * spr, tiles = (segs + kSegs - 1) / kSegs;
+  const int64_t OW = w.out[2], spr = segments_per_row(w, ts.lanes);
+  const int64_t segs = w.out[1] * spr, tiles = (segs + ts.segs - 1) / ts.segs;
   const int64_t units = cs.N * cs.group * tiles;  // u: tile u % tiles of image and group u / tiles
   const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(float)));
   // A range's tiles of one image and group span at most this many output rows.
   const int64_t range_tiles = std::min(tiles, (units + ranges - 1) / ranges);
-  const int64_t max_rows = std::min(w.out[1], (range_tiles * kSegs + spr - 1) / spr + 1);
+  const int64_t max_rows = std::min(w.out[1], (range_tiles * ts.segs + spr - 1) / spr + 1);
   const PaddedLayout l = padded_layout(w, max_rows);
-  // Plus one vector: the last segment's masked-off lanes read past the last plane.
-  const int64_t range_floats = cs.Cg * l.plane + kLanes;
+  const int64_t range_floats = cs.Cg * l.plane + kSlackFloats;
   const memory::Scratch<float> padded(static_cast<size_t>(ranges * range_floats));
 
   // p = (c, kh, kw) reads its channel's plane, kernel row kh's padded row, and
@@ -254,39 +298,35 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
       const int64_t n = u / tiles / cs.group, g = u / tiles % cs.group, t0 = u % tiles;
       const int64_t t1 = std::min(tiles, t0 + end - u);
       u += t1 - t0;
-      const int64_t oh0 = t0 * kSegs / spr, oh1 = (std::min(segs, t1 * kSegs) - 1) / spr;
+      const int64_t oh0 = t0 * ts.segs / spr, oh1 = (std::min(segs, t1 * ts.segs) - 1) / spr;
       pad_rows(x + (n * cs.C + g * cs.Cg) * w.in_size(), cs.Cg, w, l, oh0 * w.s[1], padded_rows(w, oh1 - oh0 + 1),
                buf);
       float* const yg = y + (n * cs.M + g * cs.Mg) * cs.P;
-      // Segment i of this image and group: its start in buf, its output and lanes.
-      auto segment = [&](int64_t i, float*& yseg, __mmask16& mask) {
-        const int64_t oh = i / spr, ow = i % spr * kLanes;
-        yseg = yg + oh * OW + ow;
-        mask = lanes_mask(std::min(kLanes, OW - ow));
-        return buf + (oh - oh0) * w.s[1] * l.row + ow;
+      // Segment i of this image and group; past the last, one stored nowhere.
+      auto segment = [&](int64_t i) {
+        if (i >= segs) return Segment{buf, yg, 0, 0};
+        const int64_t oh = i / spr, ow = i % spr * ts.lanes;
+        return Segment{buf + (oh - oh0) * w.s[1] * l.row + ow, yg + oh * OW + ow, yg + oh * OW + ow - y,
+                       std::min(ts.lanes, OW - ow)};
       };
-      for (int64_t t = t0; t < t1; ++t) {
-        float *y0, *y1;
-        __mmask16 k0, k1;
-        const float* x0 = segment(t * kSegs, y0, k0);
-        const float* x1 = x0;
-        if (t * kSegs + 1 < segs)
-          x1 = segment(t * kSegs + 1, y1, k1);
-        else
-          y1 = y0, k1 = 0;  // an odd last segment: the second one is stored nowhere
-        for (int64_t m = 0; m < cs.Mg; m += kRows) {
-          const int64_t gm = g * cs.Mg + m;
-          float *ty0 = y0 + m * cs.P, *ty1 = y1 + m * cs.P;
-          tile(cs.K, wt + gm * cs.K, cs.K, std::min(kRows, cs.Mg - m), x0, x1, off.data(),
-               bias ? bias + gm : nullptr, ty0, ty1, cs.P, k0, k1, e, ty0 - y, ty1 - y);
+      // The tiles, built for this CPU's vectors.
+      at_widest_vector<float>([&](auto vec) __attribute__((always_inline)) {
+        using V = typename decltype(vec)::type;
+        using T = Tiling<V>;
+        if constexpr (T::kLanes >= 8) {
+          for (int64_t t = t0; t < t1; ++t) {
+            Segment seg[T::kSegs];
+            for (int s = 0; s < T::kSegs; ++s) seg[s] = segment(t * T::kSegs + s);
+            for (int64_t m = 0; m < cs.Mg; m += T::kRows) {
+              const int64_t gm = g * cs.Mg + m;
+              tile<V>(cs.K, wt + gm * cs.K, cs.K, std::min<int64_t>(T::kRows, cs.Mg - m), seg, off.data(),
+                      bias ? bias + gm : nullptr, m * cs.P, cs.P, e);
+            }
+          }
         }
-      }
+      });
     }
   });
-#else
-  (void)x, (void)wt, (void)bias, (void)cs, (void)y, (void)epilogue;
-  fail("Conv: the direct convolution needs x86-64 with AVX-512");
-#endif
 }
 
 }  // namespace epprof::rt::kernels
