@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_models.h"
+#include "floor_observer.h"
 #include "epprof/rt/blas.h"
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
@@ -109,29 +110,6 @@ class TimedObserver final : public RunObserver {
 };
 
 class NullObserver final : public RunObserver {};
-
-// The floor of any per-node timeline: two TSC reads per node execution and
-// its (start, duration) stored, 16 bytes, into a 1 MiB ring (memory that,
-// like a trace's, is not in the caches the kernels use). A profiler cannot
-// cost less and still time every node; the `floor` column is this
-// observer's on/off ratio, measured in the same interleaved runs.
-class FloorObserver final : public RunObserver {
- public:
-  FloorObserver() : ring_(kRing) {}
-  void node_begin(const NodeInfo&) override { start_ = __rdtsc(); }
-  void node_end(const NodeInfo&, const NodeIo&) override {
-    ring_[next_++ & (kRing - 1)] = Slice{start_, __rdtsc() - start_};
-  }
-
- private:
-  struct Slice {
-    uint64_t start, ticks;
-  };
-  static constexpr size_t kRing = 1 << 16;
-  std::vector<Slice> ring_;
-  size_t next_ = 0;
-  uint64_t start_ = 0;
-};
 
 // A bundled or real model (its path), or a relu chain built in memory (by name).
 Session open_model(const ModelRef& m, SessionOptions opts) {
