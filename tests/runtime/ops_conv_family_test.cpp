@@ -418,8 +418,11 @@ TEST(OpsConvFamily, WideRowsTakeTheDirectConv) {
   }
   EXPECT_EQ(direct, 8);
   // The gemm's packing from adjacent rows keeps its cases on every CPU.
-  for (const ConvCase& c : conv_cases())
-    if (std::string(c.name).rfind("adjacent rows", 0) == 0) EXPECT_FALSE(conv_direct_runs(resolve(c))) << c.name;
+  for (const ConvCase& c : conv_cases()) {
+    if (std::string(c.name).rfind("adjacent rows", 0) == 0) {
+      EXPECT_FALSE(conv_direct_runs(resolve(c))) << c.name;
+    }
+  }
   const ConvCase eight = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
   EXPECT_EQ(conv_direct_runs(resolve(eight)), lanes == 8);
   const ConvCase four = {"4-column rows", 1, 4, 8, 4, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
