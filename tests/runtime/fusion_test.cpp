@@ -35,9 +35,9 @@ constexpr int64_t kC = 3, kM = 12, kH = 9, kW = 28;
 
 // Conv(x) 3x3 pad 1 with a bias, its BatchNormalization, then what `tail`
 // adds; the Conv's output is "c", the BatchNormalization's "n".
-onnx::ModelProto conv_bn_model(int opset = 17) {
+onnx::ModelProto conv_bn_model(int opset = 17, int64_t width = kW) {
   onnx::ModelProto m = make_model(opset);
-  add_io(m, true, "x", {1, kC, kH, kW});
+  add_io(m, true, "x", {1, kC, kH, width});
   add_float_init(m, "w", {kM, kC, 3, 3}, random_values(size_t(kM * kC * 9), 1));
   add_float_init(m, "b", {kM}, random_values(kM, 2));
   add_float_init(m, "scale", {kM}, random_values(kM, 3, 0.5f, 2.0f));
@@ -255,20 +255,25 @@ TEST(Fusion, TheActivationsOnnxRuntimeFusesJoinTheConv) {
 
 // A NaN in X reaches the outputs whose windows read it: the fused
 // activation (the implicit GEMM's epilogue, where it runs the conv) keeps
-// it NaN or maps it as the op does (Relu: 0), as does a residual Add.
+// it NaN or maps it as the op does (Relu: 0), as does a residual Add. On
+// rows of 28 columns (cut by rows) and of 4 (cut flat, where Z is read and
+// Y written lane by lane).
 TEST(Fusion, NansComeOutOfAFusedConvAsOutOfTheGraph) {
   struct Case {
     std::string op;
-    bool skip;       // a residual Add before the activation
-    bool nan_out;    // whether NaN survives the activation
+    bool skip;     // a residual Add before the activation
+    bool nan_out;  // whether NaN survives the activation
+    int64_t width;
   };
-  for (const Case& c : {Case{"Relu", false, false}, Case{"Relu", true, false}, Case{"Clip", false, true},
-                        Case{"LeakyRelu", true, true}, Case{"", true, true}}) {
-    SCOPED_TRACE((c.op.empty() ? "no activation" : c.op) + (c.skip ? " after an Add" : ""));
-    onnx::ModelProto m = conv_bn_model();
+  for (const Case& c : {Case{"Relu", false, false, kW}, Case{"Relu", true, false, kW}, Case{"Clip", false, true, kW},
+                        Case{"LeakyRelu", true, true, kW}, Case{"", true, true, kW}, Case{"Relu", true, false, 4},
+                        Case{"Clip", true, true, 4}, Case{"LeakyRelu", false, true, 4}}) {
+    SCOPED_TRACE((c.op.empty() ? "no activation" : c.op) + (c.skip ? " after an Add" : "") + ", width " +
+                 std::to_string(c.width));
+    onnx::ModelProto m = conv_bn_model(17, c.width);
     std::string v = "n";
     if (c.skip) {
-      add_io(m, true, "skip", {1, kM, kH, kW});
+      add_io(m, true, "skip", {1, kM, kH, c.width});
       add_node(m, "Add", "add", {v, "skip"}, {"s"});
       v = "s";
     }
@@ -282,7 +287,7 @@ TEST(Fusion, NansComeOutOfAFusedConvAsOutOfTheGraph) {
     } else {
       add_node(m, "Identity", "id", {v}, {"y"});
     }
-    add_io(m, false, "y", {1, kM, kH, kW});
+    add_io(m, false, "y", {1, kM, kH, c.width});
     const std::vector<std::string> ops = op_types(Session::from_bytes(bytes(m)));
     EXPECT_EQ(ops.front(), "FusedConv");
     const size_t nans = expect_same_outputs(bytes(m), 1e-5f, 61);

@@ -337,7 +337,7 @@ const std::vector<ConvCase>& conv_cases() {
       {"depthwise 3x3 s2 dil2 pad3 on 3 rows", 1, 4, 3, 12, 4, 4, 3, 3, 2, 1, 2, 1, 3, 1, 3, 1, false},
       {"one input channel to 6 (gemm)", 1, 1, 6, 9, 6, 1, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, true},
       {"depthwise M=6C (gemm per group)", 1, 2, 5, 6, 12, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-      {"grouped 3x3 pad1", 2, 4, 6, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"grouped 3x3 pad1", 2, 4, 6, 7, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"grouped 3x3 s2 no bias", 1, 6, 7, 7, 9, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, false},
       {"pointwise 1x1 bias", 2, 5, 4, 6, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"pointwise 1x1 no bias", 1, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false},
@@ -365,18 +365,24 @@ const std::vector<ConvCase>& conv_cases() {
       {"direct grouped 3x3, 44-column rows", 2, 6, 3, 44, 10, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"direct 2x2 s2 no pad", 1, 3, 8, 64, 16, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true},
       {"1-D direct k3 s1 pad1", 2, 4, 1, 37, 12, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
-      // "Same" convs of stride 1 on rows too narrow for the implicit GEMM
-      // (5 columns or fewer: it wants 6 of 8 lanes used, or 12 of 16):
-      // each tap's rows are adjacent in X, packed a panel row at a time
+      // Maps of 4 and 2 columns, stride 1: the implicit GEMM cuts them flat,
+      // rows end to end, the kernel's extra columns computed and not
+      // stored; vectors spanning rows, the map's end, groups, dilation.
+      {"flat 3x3 pad1, 4 columns", 1, 5, 9, 4, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"flat grouped 3x1 dil2, 4 columns", 2, 6, 12, 4, 9, 3, 3, 1, 1, 1, 2, 1, 2, 0, 2, 0, false},
+      {"flat 1x3 pad(0,1), 2 columns", 1, 8, 24, 2, 12, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true},
+      // "Same" convs of stride 1 on narrow rows, where the gemm runs them
+      // (..ThroughTheGemm, and CPUs without the implicit GEMM; it cuts such
+      // maps flat): each tap's rows are adjacent in X, packed a panel row at a time
       // (pack_adjacent_rows), with the padding at rows' ends and at the
       // top and bottom zeroed; the last splits its rows across threads.
-      {"adjacent rows 3x3 same, 5 columns", 1, 6, 9, 5, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 3x3 same, 8 columns", 1, 6, 9, 8, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"adjacent rows 1x3, 4 columns", 1, 5, 23, 4, 7, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, false},
       {"adjacent rows 3x1 dil2, 5 columns", 1, 4, 11, 5, 6, 1, 3, 1, 1, 1, 2, 1, 2, 0, 2, 0, true},
       {"adjacent rows 5x5 pad2, 3 columns", 2, 3, 6, 3, 4, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true},
       {"adjacent rows 3x3 asym pads, 2 columns", 1, 3, 7, 2, 9, 1, 3, 3, 1, 1, 1, 1, 2, 1, 0, 1, false},
       {"adjacent rows grouped 3x3, 6 columns", 1, 4, 10, 6, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
-      {"adjacent rows 3x3 same, split rows", 2, 16, 40, 5, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"adjacent rows 3x3 same, split rows", 2, 16, 40, 8, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"1-D adjacent k3 pad1", 2, 4, 1, 6, 5, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
   };
   return cases;
@@ -390,13 +396,23 @@ TEST(OpsConvFamily, ConvMatchesNaiveReferenceFloat) {
   for (const ConvCase& c : conv_cases()) check_conv_case<float>(c);
 }
 
+// The same float cases with the implicit GEMM held off: the gemm lowering
+// (its panels packed from X) on the shapes it would otherwise take.
+TEST(OpsConvFamily, ConvMatchesNaiveReferenceFloatThroughTheGemm) {
+  using epprof::rt::kernels::set_conv_direct_allowed;
+  set_conv_direct_allowed(false);
+  for (const ConvCase& c : conv_cases()) check_conv_case<float>(c);
+  set_conv_direct_allowed(true);
+}
+
 TEST(OpsConvFamily, ConvMatchesNaiveReferenceDouble) {
   for (const ConvCase& c : conv_cases()) check_conv_case<double>(c);
 }
 
-// The cases named "direct" above reach the implicit GEMM wherever the CPU has
-// AVX2 or AVX-512. Rows of 8 columns take it in 8-lane vectors (AVX2), not
-// in 16-lane ones (half of each unused); rows of 4 and pointwise convs never.
+// The cases named "direct" (cut by rows) and "flat" above reach the implicit
+// GEMM wherever the CPU has AVX2 or AVX-512; so does a map of 8-column rows
+// (by rows in 8-lane vectors, flat in 16-lane ones). A single short row,
+// narrow strided maps and pointwise convs never do.
 TEST(OpsConvFamily, WideRowsTakeTheDirectConv) {
   using namespace epprof::rt::kernels;
   const int64_t lanes = conv_direct_lanes();
@@ -417,15 +433,23 @@ TEST(OpsConvFamily, WideRowsTakeTheDirectConv) {
     ++direct;
   }
   EXPECT_EQ(direct, 8);
-  // The gemm's packing from adjacent rows keeps its cases on every CPU.
+  int flat = 0;
   for (const ConvCase& c : conv_cases()) {
-    if (std::string(c.name).rfind("adjacent rows", 0) == 0) {
-      EXPECT_FALSE(conv_direct_runs(resolve(c))) << c.name;
-    }
+    if (std::string(c.name).rfind("flat", 0) != 0) continue;
+    EXPECT_EQ(conv_direct_runs(resolve(c)), lanes > 0) << c.name;
+    ++flat;
   }
+  EXPECT_EQ(flat, 3);
+  // Stride 2 cannot be cut flat: rows of 4 outputs stay with the gemm.
+  const ConvCase strided = {"4 columns, stride 2", 1, 4, 16, 8, 8, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true};
+  EXPECT_FALSE(conv_direct_runs(resolve(strided)));
+  epprof::rt::kernels::set_conv_direct_allowed(false);
+  EXPECT_FALSE(conv_direct_runs(resolve(conv_cases().back())));
+  epprof::rt::kernels::set_conv_direct_allowed(true);
   const ConvCase eight = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
-  EXPECT_EQ(conv_direct_runs(resolve(eight)), lanes == 8);
-  const ConvCase four = {"4-column rows", 1, 4, 8, 4, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  EXPECT_EQ(conv_direct_runs(resolve(eight)), lanes > 0);
+  // One row of 4 outputs fills too little of a flat cut's tile.
+  const ConvCase four = {"one 4-column row", 1, 4, 1, 4, 8, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true};
   EXPECT_FALSE(conv_direct_runs(resolve(four)));
   const ConvCase pointwise = {"pointwise", 1, 4, 8, 32, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true};
   EXPECT_FALSE(conv_direct_runs(resolve(pointwise)));

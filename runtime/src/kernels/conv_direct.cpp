@@ -18,9 +18,17 @@
 // rows (an 8x16 or 16x16 map is cut into whole rows), each with its own
 // start. The vector and the tile follow the CPU (Tiling below): on AVX-512,
 // 16 lanes and 8 x 2 tiles; on AVX2, 8 lanes and 4 x 3.
+//
+// A map too narrow for whole vectors per row (4 or 2 columns) is cut flat
+// instead, where the conv has stride 1: its output rows laid end to end at
+// the padded rows' pitch, so that position oh * pitch + o reads padded
+// position oh * pitch + o + offset, linear across rows. A segment is a
+// vector of consecutive positions; those past a row's last column (the
+// pitch's k - 1 extra ones) are computed and not stored (Cut below).
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -64,17 +72,62 @@ const TileShape& cpu_tile_shape() {
   return t;
 }
 
-// The floats past the last channel's padded plane that a segment's loads
-// may read: its lanes past the row's end, which are not stored.
-constexpr int64_t kSlackFloats = 16;
+// set_conv_direct_allowed's switch.
+std::atomic<bool> g_allowed{true};
 
 // The tiles' lanes hold outputs in at least this share, over the output
-// map: with 16 lanes, a 12-column row fills 12 of 16, a 40-column row 40 of
-// 48. Below it the gemm's panels, which run across rows, waste less: 8-column
-// rows in 16 lanes use half; one row of 8 outputs (openWakeWord's
-// melspectrogram, a 1-D conv) in one 3-segment AVX2 tile a third, and took
-// 30% longer than the gemm.
+// map, cut by rows: with 16 lanes, a 12-column row fills 12 of 16, a
+// 40-column row 40 of 48. Below it the gemm's panels, which run across
+// rows, waste less: 8-column rows in 16 lanes use half; one row of 8
+// outputs (openWakeWord's melspectrogram, a 1-D conv) in one 3-segment AVX2
+// tile a third, and took 30% longer than the gemm.
 constexpr double kMinLaneUse = 0.75;
+
+// Cut flat, at least this share. The gemm of a map of 2 or 4 columns runs
+// at a third of the implicit GEMM's rate: its im2col copies runs of 2 to 4
+// floats, each with a run's bookkeeping (oww_embedding's 96-channel convs
+// on 12 x 4 maps: 18 GFLOP/s, where the bundled CNN's run at 50 here).
+constexpr double kMinFlatLaneUse = 0.5;
+
+// How a conv's output map is cut into segments of `lanes` positions.
+struct Cut {
+  bool flat = false;    // flat: rows end to end at `pitch`; else by rows, `per_row` segments each
+  int64_t pitch = 0;    // flat: positions per output row, OW and the k - 1 extra
+  int64_t per_row = 0;  // by rows: segments per row
+  int64_t segs = 0;     // segments per image and group (0: the implicit GEMM does not run)
+  int64_t lanes = 0;
+};
+
+// The share of the tiles' lanes that hold outputs, for `segs` segments of
+// a map of `outputs`.
+double lane_use(int64_t outputs, int64_t segs, const TileShape& t) {
+  const int64_t tiles = (segs + t.segs - 1) / t.segs;
+  return double(outputs) / double(tiles * t.segs * t.lanes);
+}
+
+// The cut conv_direct makes of this conv's map; segs 0 where none pays.
+Cut cut_of(const Window& w, const TileShape& t) {
+  Cut c;
+  c.lanes = t.lanes;
+  const int64_t rows = w.out[1], outputs = rows * w.out[2];
+  c.per_row = (w.out[2] + t.lanes - 1) / t.lanes;
+  if (lane_use(outputs, rows * c.per_row, t) >= kMinLaneUse) {
+    c.segs = rows * c.per_row;
+    return c;
+  }
+  if (w.s[1] != 1 || w.s[2] != 1) return c;
+  c.flat = true;
+  c.pitch = w.out[2] + (w.k[2] - 1) * w.d[2];
+  const int64_t segs = (rows * c.pitch + t.lanes - 1) / t.lanes;
+  if (lane_use(outputs, segs, t) >= kMinFlatLaneUse) c.segs = segs;
+  return c;
+}
+
+// The floats past the last channel's padded plane that a range's loads
+// may read, zero: a segment's lanes past its row's (or, cut flat, the
+// map's) end, which are not stored, reach at most a tile's lanes and a
+// kernel row's width past it.
+int64_t slack_floats(const Window& w, const TileShape& t) { return t.segs * t.lanes + (w.k[2] - 1) * w.d[2] + 1; }
 
 // Where the padded copy puts each input element. Each range of tiles pads
 // the input rows its own output rows read, every channel, into a buffer of
@@ -147,16 +200,16 @@ void pad_rows(const float* x, int64_t channels, const Window& w, const PaddedLay
     }
 }
 
-int64_t segments_per_row(const Window& w, int64_t lanes) { return (w.out[2] + lanes - 1) / lanes; }
-
 // One segment of a tile: where its loads start in the padded copy, where it
-// stores in Y (and its offset from Y's start, for Z), how many of its lanes
-// are stored (0: none, a tile's missing last segment).
+// stores in Y (and its offset from Y's start, for Z), and which of its
+// lanes it stores: its first `lanes` (0: none, a tile's missing last
+// segment), or, cut flat, lane l at y + scatter[l] where that is not -1.
 struct Segment {
   const float* x;
   float* y;
   ptrdiff_t at;
   int64_t lanes;
+  const int32_t* scatter = nullptr;
 };
 
 // Vectors go by reference here: passed or returned by value, a 64-byte one
@@ -181,11 +234,28 @@ template <typename V>
     for (int64_t l = 0; l < n; ++l) p[l] = v[l];
 }
 
-// The epilogue on one vector: z's first n lanes added (null: none), then
-// the activation, lane by lane as activations.h computes it.
+// v += z at the segment's stored lanes (store_segment's), 0 at the others.
 template <typename V>
-[[gnu::always_inline]] inline void finish_vector(V& v, const DirectEpilogue& e, const float* z, int64_t n) {
-  if (z) add_lanes(v, z, n);
+[[gnu::always_inline]] inline void add_segment(V& v, const float* z, const Segment& seg) {
+  if (!seg.scatter) return add_lanes(v, z, seg.lanes);
+  V a{};
+  for (int l = 0; l < Tiling<V>::kLanes; ++l)
+    if (seg.scatter[l] >= 0) a[l] = z[seg.scatter[l]];
+  v += a;
+}
+
+template <typename V>
+[[gnu::always_inline]] inline void store_segment(float* y, const V& v, const Segment& seg) {
+  if (!seg.scatter) return store_lanes(y, v, seg.lanes);
+  for (int l = 0; l < Tiling<V>::kLanes; ++l)
+    if (seg.scatter[l] >= 0) y[seg.scatter[l]] = v[l];
+}
+
+// The epilogue on one vector: Z at the segment's lanes added (z null:
+// none), then the activation, lane by lane as activations.h computes it.
+template <typename V>
+[[gnu::always_inline]] inline void finish_vector(V& v, const DirectEpilogue& e, const float* z, const Segment& seg) {
+  if (z) add_segment(v, z, seg);
   const V zero{};
   switch (e.act) {
     case DirectEpilogue::Act::kNone: break;
@@ -241,8 +311,8 @@ template <typename V>
     for (int s = 0; s < S; ++s) {
       const ptrdiff_t row = first + r * ldy;
       V v = acc[r][s];
-      if (finish) finish_vector(v, e, e.z ? e.z + seg[s].at + row : nullptr, seg[s].lanes);
-      store_lanes(seg[s].y + row, v, seg[s].lanes);
+      if (finish) finish_vector(v, e, e.z ? e.z + seg[s].at + row : nullptr, seg[s]);
+      store_segment(seg[s].y + row, v, seg[s]);
     }
   }
 }
@@ -256,27 +326,37 @@ bool conv_direct_runs(const ConvShape& cs) {
   const Window& w = cs.w;
   // A 1x1 kernel (strided, or padded) has too short a reduction per
   // channel for the padded copy to pay: the gemm ran them in 60% of the time.
-  if (t.lanes == 0 || w.spatial > 2 || w.k_size() == 1) return false;
+  if (!g_allowed.load(std::memory_order_relaxed) || t.lanes == 0 || w.spatial > 2 || w.k_size() == 1) return false;
   if (cs.K == 0 || cs.P == 0 || cs.Mg == 0) return false;
-  const int64_t rows = w.out[1], segs = rows * segments_per_row(w, t.lanes);
-  const int64_t tiles = (segs + t.segs - 1) / t.segs;
-  return double(rows * w.out[2]) >= kMinLaneUse * double(tiles * t.segs * t.lanes);
+  return cut_of(w, t).segs > 0;
 }
+
+void set_conv_direct_allowed(bool allowed) { g_allowed.store(allowed, std::memory_order_relaxed); }
 
 void conv_direct(const float* x, const float* wt, const float* bias, const ConvShape& cs, float* y,
                  const DirectEpilogue* epilogue) {
   const TileShape& ts = cpu_tile_shape();
   if (ts.lanes == 0) fail("Conv: the direct convolution needs x86-64 with AVX2 or AVX-512");
   const Window& w = cs.w;
-  const int64_t OW = w.out[2], spr = segments_per_row(w, ts.lanes);
-  const int64_t segs = w.out[1] * spr, tiles = (segs + ts.segs - 1) / ts.segs;
+  const Cut cut = cut_of(w, ts);
+  if (cut.segs == 0) fail("Conv: the direct convolution does not run this conv");
+  const int64_t OW = w.out[2], L = ts.lanes, positions = w.out[1] * cut.pitch;  // positions: cut flat
+  const int64_t segs = cut.segs, tiles = (segs + ts.segs - 1) / ts.segs;
   const int64_t units = cs.N * cs.group * tiles;  // u: tile u % tiles of image and group u / tiles
   const int64_t ranges = conv_row_ranges(cs, units, int64_t(sizeof(float)));
+  // The output rows that segments [i0, i1) of an image and group cover: [first, last].
+  auto rows_of = [&](int64_t i0, int64_t i1, int64_t& first, int64_t& last) {
+    if (cut.flat) {
+      first = i0 * L / cut.pitch, last = (std::min(positions, i1 * L) - 1) / cut.pitch;
+    } else {
+      first = i0 / cut.per_row, last = (i1 - 1) / cut.per_row;
+    }
+  };
   // A range's tiles of one image and group span at most this many output rows.
-  const int64_t range_tiles = std::min(tiles, (units + ranges - 1) / ranges);
-  const int64_t max_rows = std::min(w.out[1], (range_tiles * ts.segs + spr - 1) / spr + 1);
-  const PaddedLayout l = padded_layout(w, max_rows);
-  const int64_t range_floats = cs.Cg * l.plane + kSlackFloats;
+  const int64_t range_segs = std::min(tiles, (units + ranges - 1) / ranges) * ts.segs;
+  const int64_t span = cut.flat ? (range_segs * L + cut.pitch - 1) / cut.pitch : (range_segs + cut.per_row - 1) / cut.per_row;
+  const PaddedLayout l = padded_layout(w, std::min(w.out[1], span + 1));
+  const int64_t range_floats = cs.Cg * l.plane + slack_floats(w, ts);
   const memory::Scratch<float> padded(static_cast<size_t>(ranges * range_floats));
 
   // p = (c, kh, kw) reads its channel's plane, kernel row kh's padded row, and
@@ -292,31 +372,43 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
   const DirectEpilogue e = epilogue ? *epilogue : DirectEpilogue{};
   detail::parallel_for_ranges(units, ranges, [&](int64_t range, int64_t begin, int64_t end) {
     float* const buf = padded.get() + range * range_floats;
-    std::fill(buf + cs.Cg * l.plane, buf + range_floats, 0.0f);
+    // Cut flat, the lanes not stored read past the padded rows of the
+    // range's last output row: zeros, not whatever the buffer held.
+    std::fill(cut.flat ? buf : buf + cs.Cg * l.plane, buf + range_floats, 0.0f);
     for (int64_t u = begin; u < end;) {
       // This range's tiles of one image and group: [t0, t1), output rows [oh0, oh1].
       const int64_t n = u / tiles / cs.group, g = u / tiles % cs.group, t0 = u % tiles;
       const int64_t t1 = std::min(tiles, t0 + end - u);
       u += t1 - t0;
-      const int64_t oh0 = t0 * ts.segs / spr, oh1 = (std::min(segs, t1 * ts.segs) - 1) / spr;
+      int64_t oh0, oh1;
+      rows_of(t0 * ts.segs, std::min(segs, t1 * ts.segs), oh0, oh1);
       pad_rows(x + (n * cs.C + g * cs.Cg) * w.in_size(), cs.Cg, w, l, oh0 * w.s[1], padded_rows(w, oh1 - oh0 + 1),
                buf);
       float* const yg = y + (n * cs.M + g * cs.Mg) * cs.P;
-      // Segment i of this image and group; past the last, one stored nowhere.
-      auto segment = [&](int64_t i) {
+      // Segment i of this image and group; past the last, one stored
+      // nowhere. Cut flat, its lane table goes to `scatter`.
+      auto segment = [&](int64_t i, int32_t* scatter) {
         if (i >= segs) return Segment{buf, yg, 0, 0};
-        const int64_t oh = i / spr, ow = i % spr * ts.lanes;
+        if (cut.flat) {
+          for (int64_t lane = 0, v = i * L; lane < L; ++lane, ++v) {
+            const int64_t oh = v / cut.pitch, ow = v % cut.pitch;
+            scatter[lane] = v < positions && ow < OW ? int32_t(oh * OW + ow) : -1;
+          }
+          return Segment{buf + (i * L - oh0 * cut.pitch), yg, yg - y, L, scatter};
+        }
+        const int64_t oh = i / cut.per_row, ow = i % cut.per_row * L;
         return Segment{buf + (oh - oh0) * w.s[1] * l.row + ow, yg + oh * OW + ow, yg + oh * OW + ow - y,
-                       std::min(ts.lanes, OW - ow)};
+                       std::min(L, OW - ow)};
       };
       // The tiles, built for this CPU's vectors.
       at_widest_vector<float>([&](auto vec) __attribute__((always_inline)) {
         using V = typename decltype(vec)::type;
         using T = Tiling<V>;
         if constexpr (T::kLanes >= 8) {
+          int32_t scatter[T::kSegs][T::kLanes];
           for (int64_t t = t0; t < t1; ++t) {
             Segment seg[T::kSegs];
-            for (int s = 0; s < T::kSegs; ++s) seg[s] = segment(t * T::kSegs + s);
+            for (int s = 0; s < T::kSegs; ++s) seg[s] = segment(t * T::kSegs + s, scatter[s]);
             for (int64_t m = 0; m < cs.Mg; m += T::kRows) {
               const int64_t gm = g * cs.Mg + m;
               tile<V>(cs.K, wt + gm * cs.K, cs.K, std::min<int64_t>(T::kRows, cs.Mg - m), seg, off.data(),

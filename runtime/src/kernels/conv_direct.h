@@ -21,10 +21,19 @@ namespace epprof::rt::kernels {
 int64_t conv_direct_lanes();
 
 // Whether conv_direct() runs this convolution on this CPU. It needs
-// conv_direct_lanes() > 0, at most 2 spatial dims, and output rows that fill
-// most of the vectors they are cut into. 1x1 kernels are left to the gemm,
-// which reads X in place when they are pointwise.
+// conv_direct_lanes() > 0, at most 2 spatial dims, and an output map that
+// fills most of the vectors it is cut into: by rows, or, with stride 1,
+// rows laid end to end (the map's narrow rows and the kernel's k - 1
+// extra columns per row in the vectors). 1x1 kernels are left to the gemm,
+// which reads X in place when they are pointwise. False for every conv
+// while set_conv_direct_allowed(false) holds. Thread-safe.
 bool conv_direct_runs(const ConvShape& cs);
+
+// Lets conv_direct_runs() say yes (true, the default) or makes it say no
+// to every conv (false), for the whole process: tests use it to run the
+// gemm lowering on the shapes the implicit GEMM would take. Thread-safe;
+// a conv already deciding may see either value.
+void set_conv_direct_allowed(bool allowed);
 
 // What FusedConv adds to each output as the tile stores it, while the
 // tile is in registers and on the thread that computed it: Z (of Y's
