@@ -215,7 +215,7 @@ double max_rel_error(const Session& s, const std::vector<Tensor>& ours, const st
 struct Row {
   std::string model;
   bool conv = false, diagnostic = false, ort = false;
-  double e1 = 0, e2 = 0, p1 = 0, f1 = 0, o1 = 0, o2 = 0;  // medians, ms
+  double e1 = 0, e2 = 0, i1 = 0, p1 = 0, f1 = 0, o1 = 0, o2 = 0;  // medians, ms
   double err = NAN;
   int runs = 0;
   std::string ort_error;  // ONNX Runtime failed on this model
@@ -258,15 +258,17 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The streams, each a median: e1/p1/f1 epprof with 1 thread, profiling
-// off, on and with the floor of any per-node timeline (FloorObserver),
-// interleaved run by run as epprof_runtime_bench does; o1 ONNX Runtime with
-// 1 intra-op thread; e2 / o2 the same with 2. One round runs four blocks,
-// `k` recorded runs of each stream: epprof 1 thread (off, on and floor), ORT
-// 1, epprof 2, ORT 2, in an order that rotates from round to round.
-// The number of runs per stream is what fits in `budget_s` (from the
-// warm-up's times), within [min_runs, max_runs], in about 20 rounds; each
-// block's unrecorded first run comes on top.
+// The streams, each a median: e1 epprof with 1 thread, profiling off; o1
+// ONNX Runtime with 1 intra-op thread; e2 / o2 the same with 2; and, for
+// the profiler's cost, i1/p1/f1 epprof with 1 thread, profiling off, on and
+// with the floor of any per-node timeline (FloorObserver), interleaved run
+// by run as epprof_runtime_bench does. One round runs five blocks, `k`
+// recorded runs of each stream: epprof 1 thread, the off/on/floor triples,
+// ORT 1, epprof 2, ORT 2, in an order that rotates from round to round.
+// Each runtime's timed streams are runs of one session back to back, as
+// ONNX Runtime's are in its worker; the triples, whose three sessions evict
+// each other's tensors and weights from the caches, time the profiler's
+// cost only.
 Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, double budget_s, int min_runs,
             int max_runs, const std::string& gap_dir) {
   Row r;
@@ -275,7 +277,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
   const std::string trace = "/tmp/epprof_ort_bench_" + std::to_string(getpid()) + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
-  std::vector<double> e1, p1, f1, o1, e2, o2;
+  std::vector<double> e1, i1, p1, f1, o1, e2, o2;
   {
     ProfilingObserver profiler(po);
     FloorObserver floor_observer;
@@ -326,7 +328,8 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
       }
     };
     std::vector<std::function<void(int)>> blocks = {
-        [&](int k) { epprof_block({{&off, &e1}, {&on, &p1}, {&floor, &f1}}, k); },
+        [&](int k) { epprof_block({{&off, &e1}}, k); },
+        [&](int k) { epprof_block({{&off, &i1}, {&on, &p1}, {&floor, &f1}}, k); },
         [&](int k) { epprof_block({{&off2, &e2}}, k); },
     };
     auto ort_block = [&](int threads, int k, std::vector<double>& t) {
@@ -339,8 +342,8 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     }
     // Warm-up, excluded: 5 runs of every stream; their medians size the rounds.
     for (auto& b : blocks) b(5);
-    const double round_ms = 3 * median(e1) + median(e2) + (r.ort ? median(o1) + median(o2) : 0);
-    for (auto* v : {&e1, &p1, &f1, &o1, &e2, &o2}) v->clear();
+    const double round_ms = 4 * median(e1) + median(e2) + (r.ort ? median(o1) + median(o2) : 0);
+    for (auto* v : {&e1, &i1, &p1, &f1, &o1, &e2, &o2}) v->clear();
     const int total = std::max(min_runs, std::min(max_runs, int(budget_s * 1e3 / round_ms)));
     const int k = std::max(1, total / 20), rounds = (total + k - 1) / k;
     for (int round = 0; round < rounds; ++round)
@@ -365,6 +368,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
   }
   std::remove(trace.c_str());
   r.e1 = median(e1);
+  r.i1 = median(i1);
   r.p1 = median(p1);
   r.f1 = median(f1);
   r.e2 = median(e2);
@@ -458,10 +462,10 @@ int main(int argc, char** argv) {
       const std::string name = r.model + (r.conv ? "*" : "");
       if (r.ort)
         std::printf("%-20s %9.4f %9.4f %7.3f %9.4f %9.4f %7.2f %7.2f %10.2e %8.4f %8.4f %7d\n", name.c_str(), r.e1,
-                    r.o1, r.e1 / r.o1, r.e2, r.o2, r.e1 / r.e2, r.o1 / r.o2, r.err, r.p1 / r.e1, r.f1 / r.e1, r.runs);
+                    r.o1, r.e1 / r.o1, r.e2, r.o2, r.e1 / r.e2, r.o1 / r.o2, r.err, r.p1 / r.i1, r.f1 / r.i1, r.runs);
       else
         std::printf("%-20s %9.4f %9s %7s %9.4f %9s %7.2f %7s %10s %8.4f %8.4f %7d\n", name.c_str(), r.e1, "-", "-",
-                    r.e2, "-", r.e1 / r.e2, "-", "-", r.p1 / r.e1, r.f1 / r.e1, r.runs);
+                    r.e2, "-", r.e1 / r.e2, "-", "-", r.p1 / r.i1, r.f1 / r.i1, r.runs);
       if (!r.ort_error.empty()) {
         std::printf("  %s: %s\n", r.model.c_str(), r.ort_error.c_str());
         ok = false;
@@ -482,11 +486,11 @@ int main(int argc, char** argv) {
   int conv_models = 0;
   for (const Row& r : rows) {
     if (r.diagnostic) continue;
-    if (r.p1 / r.e1 > worst_prof) worst_prof = r.p1 / r.e1, worst_prof_model = r.model;
-    if (r.p1 / r.e1 > 1.03) {
+    if (r.p1 / r.i1 > worst_prof) worst_prof = r.p1 / r.i1, worst_prof_model = r.model;
+    if (r.p1 / r.i1 > 1.03) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "%s%s %.3f (floor %.3f)", prof_over.empty() ? "" : ", ", r.model.c_str(),
-                    r.p1 / r.e1, r.f1 / r.e1);
+                    r.p1 / r.i1, r.f1 / r.i1);
       prof_over += buf;
     }
     if (!r.ort) continue;
@@ -528,8 +532,10 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nratio: epprof 1t / ORT 1t (medians). ep x2 / ORT x2: 1-thread / 2-thread median, each runtime's speed-up.\n"
+      "Each of these is a stream of one session's runs back to back, as ONNX Runtime's are.\n"
       "max rel err: max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's (1 thread).\n"
-      "prof on/off: epprof with a session ProfilingObserver / without, 1 thread, runs interleaved.\n"
+      "prof on/off: epprof with a session ProfilingObserver / without, 1 thread, runs interleaved (a stream of\n"
+      "their own, apart from epprof 1t).\n"
       "floor on/off: the same with the least any per-node timeline costs instead of the profiler (two TSC reads\n"
       "and a 16-byte store per node execution), in the same interleaved runs.\n"
       "runs: timed runs per stream, after 5 warm-up runs each; blocks of the two runtimes alternate in rotating\n"
