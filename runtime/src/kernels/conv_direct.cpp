@@ -95,7 +95,6 @@ struct Cut {
   int64_t pitch = 0;    // flat: positions per output row, OW and the k - 1 extra
   int64_t per_row = 0;  // by rows: segments per row
   int64_t segs = 0;     // segments per image and group (0: the implicit GEMM does not run)
-  int64_t lanes = 0;
 };
 
 // The share of the tiles' lanes that hold outputs, for `segs` segments of
@@ -108,7 +107,6 @@ double lane_use(int64_t outputs, int64_t segs, const TileShape& t) {
 // The cut conv_direct makes of this conv's map; segs 0 where none pays.
 Cut cut_of(const Window& w, const TileShape& t) {
   Cut c;
-  c.lanes = t.lanes;
   const int64_t rows = w.out[1], outputs = rows * w.out[2];
   c.per_row = (w.out[2] + t.lanes - 1) / t.lanes;
   if (lane_use(outputs, rows * c.per_row, t) >= kMinLaneUse) {
@@ -354,7 +352,8 @@ void conv_direct(const float* x, const float* wt, const float* bias, const ConvS
   };
   // A range's tiles of one image and group span at most this many output rows.
   const int64_t range_segs = std::min(tiles, (units + ranges - 1) / ranges) * ts.segs;
-  const int64_t span = cut.flat ? (range_segs * L + cut.pitch - 1) / cut.pitch : (range_segs + cut.per_row - 1) / cut.per_row;
+  const int64_t span =
+      cut.flat ? (range_segs * L + cut.pitch - 1) / cut.pitch : (range_segs + cut.per_row - 1) / cut.per_row;
   const PaddedLayout l = padded_layout(w, std::min(w.out[1], span + 1));
   const int64_t range_floats = cs.Cg * l.plane + slack_floats(w, ts);
   const memory::Scratch<float> padded(static_cast<size_t>(ranges * range_floats));
