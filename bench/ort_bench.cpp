@@ -38,8 +38,8 @@
 
 #include "bench_models.h"
 #include "epprof/rt/blas.h"
-#include "floor_observer.h"
 #include "epprof/rt/profiling.h"
+#include "floor_observer.h"
 
 extern char** environ;
 
@@ -263,8 +263,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // the profiler's cost, i1/p1/f1 epprof with 1 thread, profiling off, on and
 // with the floor of any per-node timeline (FloorObserver), interleaved run
 // by run as epprof_runtime_bench does. One round runs five blocks, `k`
-// recorded runs of each stream: epprof 1 thread, the off/on/floor triples,
-// ORT 1, epprof 2, ORT 2, in an order that rotates from round to round.
+// recorded runs of each stream: epprof 1 thread, ORT 1, the off/on/floor
+// triples, epprof 2, ORT 2, in an order that rotates from round to round.
 // Each runtime's timed streams are runs of one session back to back, as
 // ONNX Runtime's are in its worker; the triples, whose three sessions evict
 // each other's tensors and weights from the caches, time the profiler's
