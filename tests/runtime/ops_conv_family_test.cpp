@@ -445,9 +445,12 @@ TEST(OpsConvFamily, WideRowsTakeTheDirectConv) {
   // Stride 2 cannot be cut flat: rows of 4 outputs stay with the gemm.
   const ConvCase strided = {"4 columns, stride 2", 1, 4, 16, 8, 8, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true};
   EXPECT_FALSE(conv_direct_runs(resolve(strided)));
-  epprof::rt::kernels::set_conv_direct_allowed(false);
-  EXPECT_FALSE(conv_direct_runs(resolve(conv_cases().back())));
-  epprof::rt::kernels::set_conv_direct_allowed(true);
+  // Held off, it takes none, wide rows included.
+  const ConvCase wide = {"32-column rows", 1, 4, 8, 32, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  set_conv_direct_allowed(false);
+  EXPECT_FALSE(conv_direct_runs(resolve(wide)));
+  set_conv_direct_allowed(true);
+  EXPECT_EQ(conv_direct_runs(resolve(wide)), lanes > 0);
   const ConvCase eight = {"8-column rows", 1, 4, 8, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true};
   EXPECT_EQ(conv_direct_runs(resolve(eight)), lanes > 0);
   // One row of 4 outputs fills too little of a flat cut's tile.
