@@ -25,8 +25,9 @@ std::string blas_kernels();
 std::string sgemm_kernels();
 
 // The vectors of the runtime's implicit-GEMM Conv (the float convs whose
-// rows fill its vectors) on this CPU: "avx512" or "avx2", or "none" when it
-// does not run and every such Conv takes the gemm. Thread-safe.
+// output maps fill its vectors: by rows, or with stride 1 narrow rows laid
+// end to end) on this CPU: "avx512" or "avx2", or "none" when it does not
+// run and every such Conv takes the gemm. Thread-safe.
 std::string conv_direct_kernels();
 
 }  // namespace epprof::rt
