@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "bench_models.h"
-#include "floor_observer.h"
 #include "epprof/rt/blas.h"
 #include "epprof/rt/plugin_ep.h"
 #include "epprof/rt/profiling.h"
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
+#include "floor_observer.h"
 
 namespace {
 

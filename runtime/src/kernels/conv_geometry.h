@@ -110,9 +110,8 @@ void im2col_run(T* out, const T* src, int64_t from, int64_t to, int64_t lo, int6
 // col[(c*K + kk) * n + (r - r0) * out[2] + ow] for `channels` channels of one
 // image (K = kernel size, n = (r1 - r0) * out[2]): the input patch under
 // every such output position, with zeros for padding, an im2col_run per
-// output row. (od, oh) is stepped from row to row, not divided out: on
-// oww_embedding's maps of 2 and 4 columns the two divisions per run cost
-// more than its copy.
+// output row. (od, oh) is stepped from row to row, not divided out per
+// run: on maps of 2 and 4 columns a run copies only a few floats.
 template <typename T>
 void im2col_rows(const T* x, int64_t channels, const Window& w, int64_t r0, int64_t r1, T* col) {
   const int64_t OW = w.out[2], n = (r1 - r0) * OW;
