@@ -35,6 +35,8 @@ uint32_t intern(std::string_view s) {
 
 bool is_interned(uint32_t id) noexcept { return table().strings.contains(id); }
 
+uint32_t interned_count() noexcept { return table().strings.size(); }
+
 const std::string* interned(uint32_t id) noexcept { return table().strings.get(id); }
 
 }  // namespace epprof::core

@@ -22,4 +22,8 @@ const std::string* interned(uint32_t id) noexcept;
 // are dense). For validating on the hot path.
 bool is_interned(uint32_t id) noexcept;
 
+// How many ids intern() has handed out: `id` is interned iff 0 < id <=
+// this. For checking many ids with one read.
+uint32_t interned_count() noexcept;
+
 }  // namespace epprof::core

@@ -53,6 +53,8 @@ class PagedTable {
   bool contains(uint32_t id) const noexcept {
     return id != 0 && id <= published_.load(std::memory_order_relaxed);
   }
+  // How many ids append() has handed out: they are 1..size().
+  uint32_t size() const noexcept { return published_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr uint32_t kPageSize = 1u << kPageBits;

@@ -84,11 +84,11 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
   for (auto& ep : eps_) ep->stop_event(ended);
 }
 
-epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t category, uint64_t first_id,
-                                    uint32_t count, const epprof_event_desc* descs) noexcept {
+// Names the first desc that is not an interned name with an arg set (or none).
+[[gnu::cold, gnu::noinline]] static epprof_status* bad_desc(const epprof_event_desc* descs, uint32_t count) noexcept {
   for (uint32_t i = 0; i < count; ++i) {
     const epprof_event_desc& d = descs[i];
-    if (!is_interned(d.name) || (d.args && !known_set(s, d.args)))
+    if (!is_interned(d.name) || (d.args && !is_arg_set(d.args)))
       return base::status_from(EPPROF_INVALID_ARGUMENT, [&] {
         return "epprof_event_block_open: descs[" + std::to_string(i) + "]: " +
                (!is_interned(d.name) ? "name " + std::to_string(d.name) + " is not an id returned by epprof_intern"
@@ -96,6 +96,17 @@ epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t cate
                                            " is not an id returned by epprof_arg_set_intern");
       });
   }
+  return nullptr;
+}
+
+epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t category, uint64_t first_id,
+                                    uint32_t count, const epprof_event_desc* descs) noexcept {
+  // A run opens its block once per run: every desc is checked against two
+  // counts read once (ids are dense), in a loop with no branch or call.
+  const uint32_t names = interned_count(), sets = g_arg_sets_published.load(std::memory_order_relaxed);
+  bool valid = true;
+  for (uint32_t i = 0; i < count; ++i) valid &= (descs[i].name - 1u < names) & (descs[i].args <= sets);
+  if (__builtin_expect(!valid, 0)) return bad_desc(descs, count);
   b = BlockState{&s, descs, first_id, 0, BlockState::kNone, count, BlockState::kOpen, category,
                  uint8_t(ticks_are_tsc()), this};
   open_blocks_.fetch_add(1, std::memory_order_acq_rel);

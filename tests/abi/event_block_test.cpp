@@ -167,6 +167,11 @@ TEST_F(EventBlock, OpenChecksEverythingAndNamesTheBadDesc) {
   EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
   EXPECT_NE(r.message.find("descs[2]"), std::string::npos) << r.message;
   descs = descs_;
+  descs[0].name = 0;  // the id no string has
+  r = open(EPPROF_CATEGORY_NODE, first, 3, descs.data(), &block);
+  EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
+  EXPECT_NE(r.message.find("descs[0]"), std::string::npos) << r.message;
+  descs = descs_;
   descs[1].args = 0xfffff;  // not an arg set
   r = open(EPPROF_CATEGORY_NODE, first, 3, descs.data(), &block);
   EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
