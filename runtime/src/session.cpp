@@ -511,17 +511,20 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   obs.add(options.observer);
   detail::RunContext run;
   run.run_id = impl_->next_run_id.fetch_add(1);
+  // One block of correlation ids: the run's, its execution's, then one
+  // per position of the plan.
+  const uint64_t ids = obs.count ? epprof_correlation_id_block(2 + s.plan.nodes.size()) : 0;
   if (obs.count) {
     run.shape_epoch = s.shape_epochs->epoch_for(values, s.plan.input_slots);
     run.epochs = s.shape_epochs.get();
-    if (!s.plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(s.plan.nodes.size());
+    if (!s.plan.nodes.empty()) run.first_node_id = ids + 2;
   }
   const uint64_t run_id = run.run_id;
   const RunInfo info{run_id,
                      s.executor->name(),
                      s.plan.nodes.size(),
-                     obs.count ? epprof_correlation_id_next() : 0,
-                     obs.count ? epprof_correlation_id_next() : 0,
+                     ids,
+                     ids ? ids + 1 : 0,
                      run.first_node_id,
                      run.shape_epoch,
                      s.executor->nodes_on_calling_thread()};
