@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
       "prof on/off: epprof with a session ProfilingObserver / without, 1 thread, runs interleaved (a stream of\n"
       "their own, apart from epprof 1t).\n"
       "floor on/off: the same with the least any per-node timeline costs instead of the profiler (two TSC reads\n"
-      "and a 16-byte store per node execution), in the same interleaved runs.\n"
+      "and a 16-byte store per node execution and per run), in the same interleaved runs.\n"
       "runs: timed runs per stream, after 5 warm-up runs each; blocks of the two runtimes alternate in rotating\n"
       "order, each block's first run unrecorded.\n"
       "relu_1: one Relu on [1,1], each runtime's fixed cost per call (ORT's includes the node binding); not in "

@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
                 "run-to-run noise; hooks mean also counts runs preempted inside a hook)\n"
                 "execs: node executions per run, subgraph nodes included (e2e and hooks are per execution)\n"
                 "floor: on/off of the least any per-node timeline costs (two TSC reads and a 16-byte store per\n"
-                "node execution), in the same interleaved runs; floor hooks: that observer's in-hook cost,\n"
+                "node execution and per run), in the same interleaved runs; floor hooks: that observer's in-hook cost,\n"
                 "timed as the profiler's (after kernels that evict the caches, both miss them on first touch)\n"
                 "relu_chain: 200 Relu nodes on [1,64], no target: the hooks' cost with warm caches, for diagnosis\n"
                 "relu_chain_cold: 50 Relu nodes on [1,262144] (1 MiB tensors), no target: the hooks' cost after\n"
