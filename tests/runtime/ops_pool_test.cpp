@@ -95,6 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{"wide_s3_dilated", {1, 1, 4, 100}, {2, 3}, {1, 3}, {0, 0, 0, 2}, {1, 2}},
                       PoolCase{"wide_one_d", {2, 2, 50}, {4}, {2}, {1, 2}, {}},
                       PoolCase{"wide_window_mostly_padding", {1, 1, 2, 48}, {5, 2}, {3, 2}, {3, 0, 3, 0}, {}},
+                      // A window of more input rows (5 x 4) than the vector
+                      // run takes (16): the tap-by-tap run.
+                      PoolCase{"wide_three_d_many_rows", {1, 2, 6, 5, 40}, {5, 4, 2}, {1, 1, 2}, {}, {}},
                       // Windows one row high, side by side, covering the
                       // rows exactly: one flat run over whole planes (split
                       // by planes when small) or over each plane's rows (a

@@ -129,19 +129,33 @@ using Stride2 = std::integral_constant<int64_t, 2>;
 // the CPU's registers hold (kernels/simd.h): 16 floats on AVX-512, 8 on
 // AVX2. Rows of fewer inner outputs than V's lanes take the loop below.
 #if defined(__GNUC__) && !defined(__clang__)
-// v = a and b's even-numbered elements, as if b followed a: lane l holds
-// a[2l] for l < n/2, else b[2l + 1 - n] (b starting one element before
-// a's end, that is a[2l + 1] of the span).
+// Stride 2: the even-numbered elements of a span of 2n floats, in the
+// order one in-lane shuffle gives (vshufps): per group of 4 lanes g, span
+// elements 4g and 4g + 2 from a (the span's [0, n)), then n + 4g and
+// n + 4g + 2 from b (its [n - 1, 2n - 1), so that nothing past the last
+// even element is read). Every tap of a window lands in the same order, so
+// the taps fold in it and restore_order() puts the outputs in place once.
 template <typename V, size_t... L>
-[[gnu::always_inline]] inline void deinterleave(const V& a, const V& b, V& v, std::index_sequence<L...>) {
+[[gnu::always_inline]] inline void even_in_lanes(const V& a, const V& b, V& v, std::index_sequence<L...>) {
   constexpr int n = sizeof...(L);
   typedef int Index __attribute__((vector_size(sizeof(V))));
-  v = __builtin_shuffle(a, b, Index{(int(L) < n / 2 ? 2 * int(L) : 2 * int(L) + 1)...});
+  v = __builtin_shuffle(a, b, Index{(int(L) % 4 < 2 ? 4 * (int(L) / 4) + 2 * (int(L) % 4)
+                                                    : n + 4 * (int(L) / 4) + 2 * (int(L) % 4 - 2) + 1)...});
 }
 
-// Lane l of v: in[(o + l) * s]. Reads nothing past the last lane's element.
-// (An out-parameter: a returned 64-byte vector warns of an ABI that,
-// inlined, it never has.)
+// Lane j of v gets the output even_in_lanes put at lane 4(j/2) + j%2 (the
+// first half's outputs) or 4(j'/2) + 2 + j'%2, j' = j - n/2 (the second's).
+template <typename V, size_t... J>
+[[gnu::always_inline]] inline void restore_order(V& v, std::index_sequence<J...>) {
+  constexpr int n = sizeof...(J), h = n / 2;
+  typedef int Index __attribute__((vector_size(sizeof(V))));
+  v = __builtin_shuffle(v, Index{(int(J) < h ? 4 * (int(J) / 2) + int(J) % 2
+                                             : 4 * ((int(J) - h) / 2) + 2 + (int(J) - h) % 2)...});
+}
+
+// Lane l of v: in[(o + l) * s]; with stride 2, in even_in_lanes' order.
+// Reads nothing past the last lane's element. (An out-parameter: a returned
+// 64-byte vector warns of an ABI that, inlined, it never has.)
 template <typename V, typename Stride>
 [[gnu::always_inline]] inline void tap_vector(const float* in, int64_t o, Stride s, V& v) {
   constexpr int64_t kLanes = sizeof(V) / sizeof(float);
@@ -151,7 +165,7 @@ template <typename V, typename Stride>
     V a, b;  // the span's elements [0, kLanes) and [kLanes - 1, 2 kLanes - 1)
     std::memcpy(&a, in + 2 * o, sizeof a);
     std::memcpy(&b, in + 2 * o + kLanes - 1, sizeof b);
-    deinterleave(a, b, v, std::make_index_sequence<kLanes>());
+    even_in_lanes(a, b, v, std::make_index_sequence<kLanes>());
   } else {
     for (int l = 0; l < kLanes; ++l) v[l] = in[(o + l) * s];
   }
@@ -168,18 +182,30 @@ template <typename V, typename T, typename InputRow, typename Stride>
     return false;
   } else {
     if (hi - lo < kLanes) return false;
+    // The window's input rows, (kd, kh) in max_pool's order, each at its
+    // first tap of output 0: found once for the whole output row.
+    constexpr int64_t kMaxRows = 16;
+    const float* rows[kMaxRows];
+    int64_t n = 0;
+    for (int64_t kd = kd0; kd < kd1; ++kd)
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        if (n == kMaxRows) return false;
+        rows[n++] = input_row(kd, kh) - w.pb[2];
+      }
+    const int64_t taps = w.k[2], d2 = w.d[2];
     for (int64_t o = lo;; o += kLanes) {
       o = std::min(o, hi - kLanes);  // the last vector may overlap the one before: same values
       V best = V{} + std::numeric_limits<float>::lowest();  // a window with no tap
-      bool first = true;
-      for (int64_t kd = kd0; kd < kd1; ++kd)
-        for (int64_t kh = kh0; kh < kh1; ++kh)
-          for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+      if (n > 0) {
+        tap_vector(rows[0], o, s2, best);  // max_pool's order: the first tap seeds
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t kw = r == 0 ? 1 : 0; kw < taps; ++kw) {
             V v;
-            tap_vector(input_row(kd, kh) + kw * w.d[2] - w.pb[2], o, s2, v);
-            best = first ? v : (v > best ? v : best);  // max_pool's order: the first tap seeds
-            first = false;
+            tap_vector(rows[r] + kw * d2, o, s2, v);
+            best = v > best ? v : best;
           }
+      }
+      if constexpr (std::is_same_v<Stride, Stride2>) restore_order(best, std::make_index_sequence<kLanes>());
       std::memcpy(row + o, &best, sizeof best);
       if (o + kLanes >= hi) return true;
     }
