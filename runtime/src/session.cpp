@@ -517,7 +517,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   if (obs.count) {
     run.shape_epoch = s.shape_epochs->epoch_for(values, s.plan.input_slots);
     run.epochs = s.shape_epochs.get();
-    if (!s.plan.nodes.empty()) run.first_node_id = ids + 2;
+    if (ids && !s.plan.nodes.empty()) run.first_node_id = ids + 2;
   }
   const uint64_t run_id = run.run_id;
   const RunInfo info{run_id,

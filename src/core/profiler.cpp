@@ -84,7 +84,8 @@ void Profiler::notify_stop(const ThreadStream& s, const OpenEvent& o, uint64_t e
   for (auto& ep : eps_) ep->stop_event(ended);
 }
 
-// Names the first desc that is not an interned name with an arg set (or none).
+// Names the first desc that is not an interned name with an arg set, or
+// returns NULL when every one is.
 [[gnu::cold, gnu::noinline]] static epprof_status* bad_desc(const epprof_event_desc* descs, uint32_t count) noexcept {
   for (uint32_t i = 0; i < count; ++i) {
     const epprof_event_desc& d = descs[i];
@@ -106,7 +107,8 @@ epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t cate
   const uint32_t names = interned_count(), sets = g_arg_sets_published.load(std::memory_order_relaxed);
   bool valid = true;
   for (uint32_t i = 0; i < count; ++i) valid &= (descs[i].name - 1u < names) & (descs[i].args <= sets);
-  if (__builtin_expect(!valid, 0)) return bad_desc(descs, count);
+  if (__builtin_expect(!valid, 0))  // (none, if another thread interned the missing ids since)
+    if (epprof_status* st = bad_desc(descs, count)) return st;
   b = BlockState{&s, descs, first_id, 0, BlockState::kNone, count, BlockState::kOpen, category,
                  uint8_t(ticks_are_tsc()), this};
   open_blocks_.fetch_add(1, std::memory_order_acq_rel);
