@@ -14,11 +14,7 @@ bool Filters::accepts(const epprof_record& r) const noexcept {
   if (categories && (r.category >= 32 || !((categories >> r.category) & 1u))) return false;
   if (!counter_names.empty() && r.kind == EPPROF_RECORD_COUNTER && !core::contains_name(counter_names, r.name))
     return false;
-  return accepts_names(r);
-}
-
-bool Filters::accepts_names(const epprof_record& r) const noexcept {
-  return names.accepts_node(r.op_type, r.node, r.ep) && names.accepts_kernel(r.kernel);
+  return accepts_names(r.op_type, r.node, r.ep, r.kernel);
 }
 
 Session::Session(SessionSettings settings, Filters filters)
@@ -146,18 +142,9 @@ void Session::offer_counters(const epprof_record* records, size_t count) noexcep
 }
 
 bool Session::admits_dispatch(const epprof_dispatch_info& info) noexcept {
-  epprof_record r{};
-  r.size = sizeof r;
-  r.kind = EPPROF_RECORD_HOST_EVENT;
-  r.category = EPPROF_CATEGORY_NODE;
-  r.node = info.node_name_id;
-  r.op_type = info.op_type_id;
-  r.ep = info.ep_name_id;
-  r.kernel = info.kernel_name_id;
-  r.node_index = info.node_index;
   // Kind and category filters speak of records, not dispatches: a session
   // that keeps only COUNTER records still counts dispatches.
-  if (!filters_.accepts_names(r)) return false;
+  if (!filters_.accepts_names(info.op_type_id, info.node_name_id, info.ep_name_id, info.kernel_name_id)) return false;
   if (filters_.dispatch_skip == 0 && filters_.dispatch_count == 0) return true;
   return filters_.in_range(query_ordinal_.fetch_add(1, std::memory_order_relaxed));
 }

@@ -41,8 +41,11 @@ struct Filters {
 
   // Every filter but the dispatch range.
   bool accepts(const epprof_record& r) const noexcept;
-  // The name filters only (op type, node, EP, kernel): for dispatches.
-  bool accepts_names(const epprof_record& r) const noexcept;
+  // The name filters only: for dispatches, which kind and category filters
+  // do not speak of.
+  bool accepts_names(uint32_t op_type, uint32_t node, uint32_t ep, uint32_t kernel) const noexcept {
+    return names.accepts_node(op_type, node, ep) && names.accepts_kernel(kernel);
+  }
   bool in_range(uint64_t ordinal) const noexcept {
     return ordinal >= dispatch_skip && (dispatch_count == 0 || ordinal - dispatch_skip < dispatch_count);
   }
