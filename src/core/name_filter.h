@@ -82,16 +82,8 @@ struct NameFilterLists {
 // The lists of a C config that spells them as both configs do.
 template <class Config>
 NameFilterLists name_filter_lists(const Config& c) {
-  NameFilterLists l;
-  l.op_types = c.op_types;
-  l.num_op_types = c.num_op_types;
-  l.node_names = c.node_names;
-  l.num_node_names = c.num_node_names;
-  l.node_name_regex = c.node_name_regex;
-  l.ep_names = c.ep_names;
-  l.num_ep_names = c.num_ep_names;
-  l.kernel_name_regex = c.kernel_name_regex;
-  return l;
+  return {c.op_types,         c.num_op_types, c.node_names,   c.num_node_names,
+          c.node_name_regex,  c.ep_names,     c.num_ep_names, c.kernel_name_regex};
 }
 
 // Why a filter could not be built: the status code for the C API and a

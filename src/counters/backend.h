@@ -29,6 +29,12 @@ enum class Slot : uint8_t {
   Programmable   // one of the PMU's N programmable counters
 };
 
+// How perf_event_open names a counter: perf_event_attr's type and configs.
+struct PerfEncoding {
+  uint32_t type = 0;
+  uint64_t config = 0, config1 = 0, config2 = 0;
+};
+
 // One counter. Instances live in a Device's std::deque and are never
 // removed, so the const char* handed out through the C API stay valid for
 // the life of the process.
@@ -43,11 +49,7 @@ struct CounterDef {
   bool supported = true;
   Source source = Source::Backend;
   Slot slot = Slot::None;
-  // perf_event encoding (CPU backend).
-  uint32_t perf_type = 0;
-  uint64_t perf_config = 0;
-  uint64_t perf_config1 = 0;
-  uint64_t perf_config2 = 0;
+  PerfEncoding perf;  // CPU backend
   // Fake PMU: what one start/stop interval adds.
   uint64_t fake_increment = 0;
   // Ratio: names of the inputs (same device) and the scale.

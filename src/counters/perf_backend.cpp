@@ -37,10 +37,10 @@ int perf_open(const CounterDef& c, int group_fd, bool leader) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
-  attr.type = c.perf_type;
-  attr.config = c.perf_config;
-  attr.config1 = c.perf_config1;
-  attr.config2 = c.perf_config2;
+  attr.type = c.perf.type;
+  attr.config = c.perf.config;
+  attr.config1 = c.perf.config1;
+  attr.config2 = c.perf.config2;
   attr.read_format = kReadFormat;
   attr.disabled = leader ? 1 : 0;  // members follow their leader
   attr.exclude_hv = 1;
@@ -149,8 +149,8 @@ CounterDef perf_def(std::string name, std::string unit, std::string backend, uin
   CounterDef c = CounterDef::named(std::move(name), std::move(unit), std::move(backend), "cpu",
                                    software ? EPPROF_COUNTER_SOFTWARE : EPPROF_COUNTER_HARDWARE,
                                    std::move(description));
-  c.perf_type = type;
-  c.perf_config = config;
+  c.perf.type = type;
+  c.perf.config = config;
   c.slot = software ? Slot::None : Slot::Programmable;
   return c;
 }
@@ -269,8 +269,8 @@ class PerfBackend final : public Backend {
     CounterDef c = perf_def(name, "count", "libpfm4", attr.type, attr.config,
                             "PMU-native event, encoded by libpfm4 as perf type " + std::to_string(attr.type) +
                                 ", config 0x" + to_hex(attr.config) + ".");
-    c.perf_config1 = attr.config1;
-    c.perf_config2 = attr.config2;
+    c.perf.config1 = attr.config1;
+    c.perf.config2 = attr.config2;
     const int prc = probe(c);
     if (prc < 0) mark_unsupported(&c, c.kind == EPPROF_COUNTER_SOFTWARE ? errno_reason(-prc) : hardware_reason(-prc));
     *out = std::move(c);
