@@ -84,6 +84,13 @@ epprof_status* trace_filter(const char* fn, const epprof_trace_filter& in,
 // when the profiler could be destroyed concurrently).
 Profiler* find(epprof_profiler_t p) { return g_profilers.find(p.handle); }
 
+// The same, with the table locked for the lookup only: for start and stop,
+// which race a destroy of the same handle on another thread in any case.
+Profiler* find_locked(epprof_profiler_t p) {
+  const auto lock = g_profilers.lock();
+  return find(p);
+}
+
 // The calling thread's stream in the profiler behind `handle`, and the
 // slot's hot flags: the fast path, a cache hit on a running profiler.
 // nullptr means "take the slow path" (first event of this thread, stale
@@ -311,7 +318,6 @@ EPPROF_API epprof_status* epprof_profiler_create(const epprof_profiler_config* c
                                                  epprof_profiler_t* out) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_profiler_create";
   if (!out) return null_argument(fn, "out");
   if (!config) return null_argument(fn, "config");
   // Read only what the caller's size covers; fields past it keep defaults.
@@ -363,7 +369,6 @@ EPPROF_API epprof_status* epprof_profiler_add_plugin(epprof_profiler_t profiler,
                                                      epprof_plugin_t plugin) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_profiler_add_plugin";
   const auto lock = abi::g_profilers.lock();
   core::Profiler* p = abi::find(profiler);
   if (!p) return abi::not_found(fn);
@@ -386,7 +391,6 @@ EPPROF_API epprof_status* epprof_profiler_set_metadata(epprof_profiler_t profile
                                                        const char* value) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_profiler_set_metadata";
   if (!key || !value) return null_argument(fn, "key or value");
   const auto lock = abi::g_profilers.lock();
   core::Profiler* p = abi::find(profiler);
@@ -399,12 +403,7 @@ EPPROF_API epprof_status* epprof_profiler_set_metadata(epprof_profiler_t profile
 EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_profiler_start";
-  core::Profiler* p;
-  {
-    const auto lock = abi::g_profilers.lock();
-    p = abi::find(profiler);
-  }
+  core::Profiler* p = abi::find_locked(profiler);
   if (!p) return abi::not_found(fn);
   if (p->state() != core::Profiler::State::kCreated)
     return make_status(EPPROF_FAILED_PRECONDITION,
@@ -419,12 +418,7 @@ EPPROF_API epprof_status* epprof_profiler_stop(epprof_profiler_t profiler,
                                                epprof_trace_stats* stats) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_profiler_stop";
-  core::Profiler* p;
-  {
-    const auto lock = abi::g_profilers.lock();
-    p = abi::find(profiler);
-  }
+  core::Profiler* p = abi::find_locked(profiler);
   if (!p) return abi::not_found(fn);
   if (p->state() != core::Profiler::State::kRunning)
     return make_status(EPPROF_FAILED_PRECONDITION, std::string(fn) + ": the profiler is " +
@@ -462,7 +456,6 @@ EPPROF_API epprof_status* epprof_event_annotate(epprof_profiler_t profiler, uint
                                                 const epprof_arg* args, size_t num_args) {
   EPPROF_API_BEGIN
   using namespace epprof;
-  const char* fn = "epprof_event_annotate";
   if (correlation_id == 0) return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": correlation id 0");
   if (num_args && !args) return null_argument(fn, "args");
   if (num_args > 32)

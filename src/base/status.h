@@ -39,8 +39,11 @@ inline epprof_status* null_argument(const char* function, const char* what) noex
 }  // namespace epprof::base
 
 // Every C entry point body runs inside these, so an exception becomes a
-// status instead of crossing the ABI.
-#define EPPROF_API_BEGIN try {
+// status instead of crossing the ABI. Inside, `fn` is the entry point's name,
+// which its error messages start with.
+#define EPPROF_API_BEGIN \
+  try {                  \
+    [[maybe_unused]] const char* const fn = __func__;
 #define EPPROF_API_END                                                          \
   }                                                                             \
   catch (const std::bad_alloc&) {                                               \

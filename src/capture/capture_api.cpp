@@ -52,7 +52,6 @@ extern "C" {
 
 EPPROF_API epprof_status* epprof_listener_start(const epprof_listener_config* config, epprof_listener_t* out) {
   EPPROF_API_BEGIN
-  constexpr const char* fn = "epprof_listener_start";
   if (!config) return null_argument(fn, "config");
   if (!out) return null_argument(fn, "out");
   if (config->size < offsetof(epprof_listener_config, socket_dir) + sizeof(const char*))
@@ -101,7 +100,6 @@ EPPROF_API uint32_t epprof_listener_pending(epprof_listener_t listener) {
 
 EPPROF_API epprof_status* epprof_listener_take(epprof_listener_t listener, epprof_capture_request* out) {
   EPPROF_API_BEGIN
-  constexpr const char* fn = "epprof_listener_take";
   if (!out) return null_argument(fn, "out");
   if (out->size < offsetof(epprof_capture_request, scope_name) + sizeof(const char*))
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": out->size (" + std::to_string(out->size) +
@@ -115,7 +113,6 @@ EPPROF_API epprof_status* epprof_listener_take(epprof_listener_t listener, eppro
 EPPROF_API epprof_status* epprof_listener_complete(epprof_listener_t listener, uint64_t request_id,
                                                    const epprof_capture_result* result) {
   EPPROF_API_BEGIN
-  constexpr const char* fn = "epprof_listener_complete";
   if (!result) return null_argument(fn, "result");
   if (result->size < offsetof(epprof_capture_result, message) + sizeof(const char*))
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": result->size (" + std::to_string(result->size) +

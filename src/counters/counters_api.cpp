@@ -41,6 +41,16 @@ epprof_status* stale_config(const char* fn) {
   return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed counter configuration handle");
 }
 
+// One count of a configuration into *out: `count` of it.
+template <class T, class Count>
+epprof_status* config_count(const char* fn, epprof_counter_config_t config, T* out, Count count) {
+  const auto c = config_get(config);
+  if (!c) return stale_config(fn);
+  if (!out) return null_argument(fn, "out");
+  *out = count(*c);
+  return nullptr;
+}
+
 // ---- Counting contexts ----
 
 // The calling thread's id for owner checks: unique per thread, never reused.
@@ -155,7 +165,6 @@ EPPROF_API epprof_status* epprof_counter_count(const char* device, size_t* out) 
 
 EPPROF_API epprof_status* epprof_counter_get_info(const char* device, size_t index, epprof_counter_info* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_get_info";
   Device* d = nullptr;
   if (epprof_status* st = device_or_error(fn, device, &d)) return st;
   if (!out) return null_argument(fn, "out");
@@ -172,7 +181,6 @@ EPPROF_API epprof_status* epprof_counter_get_info(const char* device, size_t ind
 
 EPPROF_API epprof_status* epprof_counter_find(const char* device, const char* name, epprof_counter_info* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_find";
   Device* d = nullptr;
   if (epprof_status* st = device_or_error(fn, device, &d)) return st;
   if (!name) return null_argument(fn, "name");
@@ -199,7 +207,6 @@ EPPROF_API epprof_status* epprof_counter_register_fake_device(void) {
 EPPROF_API epprof_status* epprof_counter_config_create(const char* device, const char* const* names,
                                                        size_t num_names, epprof_counter_config_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_create";
   if (!out) return null_argument(fn, "out");
   auto config = std::make_shared<Config>();
   if (epprof_status* st = build_config(device, names, num_names, config.get())) return st;
@@ -242,19 +249,13 @@ EPPROF_API epprof_status* epprof_counter_config_destroy(epprof_counter_config_t 
 
 EPPROF_API epprof_status* epprof_counter_config_counter_count(epprof_counter_config_t config, size_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_counter_count";
-  auto c = config_get(config);
-  if (!c) return stale_config(fn);
-  if (!out) return null_argument(fn, "out");
-  *out = c->plan.counters.size();
-  return nullptr;
+  return config_count(fn, config, out, [](const Config& c) { return c.plan.counters.size(); });
   EPPROF_API_END
 }
 
 EPPROF_API epprof_status* epprof_counter_config_get_counter(epprof_counter_config_t config, size_t index,
                                                             epprof_counter_info* info, uint32_t* pass) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_get_counter";
   auto c = config_get(config);
   if (!c) return stale_config(fn);
   if (index >= c->plan.counters.size())
@@ -271,12 +272,7 @@ EPPROF_API epprof_status* epprof_counter_config_get_counter(epprof_counter_confi
 
 EPPROF_API epprof_status* epprof_counter_config_pass_count(epprof_counter_config_t config, uint32_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_pass_count";
-  auto c = config_get(config);
-  if (!c) return stale_config(fn);
-  if (!out) return null_argument(fn, "out");
-  *out = c->plan.num_passes;
-  return nullptr;
+  return config_count(fn, config, out, [](const Config& c) { return c.plan.num_passes; });
   EPPROF_API_END
 }
 
@@ -292,7 +288,6 @@ EPPROF_API epprof_status* epprof_counter_config_get_num_passes(epprof_counter_co
 EPPROF_API epprof_status* epprof_counter_config_get_pass(epprof_counter_config_t config, uint32_t pass,
                                                          size_t* indices, size_t capacity, size_t* count) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counter_config_get_pass";
   auto c = config_get(config);
   if (!c) return stale_config(fn);
   if (!count) return null_argument(fn, "count");
@@ -317,7 +312,6 @@ EPPROF_API epprof_status* epprof_counter_config_get_pass(epprof_counter_config_t
 EPPROF_API epprof_status* epprof_counting_context_create(epprof_counter_config_t config,
                                                          epprof_counting_context_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_counting_context_create";
   auto cfg = config_get(config);
   if (!cfg) return stale_config(fn);
   if (!out) return null_argument(fn, "out");

@@ -26,7 +26,6 @@ epprof_status* event_create(epprof_category category, const char* name, int64_t 
                             const char* const* keys, const char* const* values, size_t num_args,
                             epprof_event** out) {
   EPPROF_API_BEGIN
-  const char* fn = "event_create";
   if (!out) return null_argument(fn, "out");
   if (!name) return null_argument(fn, "name");
   if (base::c_enum_value(category) >= EPPROF_CATEGORY_COUNT_)

@@ -259,7 +259,6 @@ extern "C" {
 
 EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* config, epprof_session_t* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_create";
   epprof::scope::subscribe_device_records(&es::kDeviceRecords);
   if (!out) return null_argument(fn, "out");
   if (!config) return null_argument(fn, "config");
@@ -342,7 +341,6 @@ EPPROF_API epprof_status* epprof_session_create(const epprof_session_config* con
 
 EPPROF_API epprof_status* epprof_session_start(epprof_session_t session) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_start";
   const auto lock = es::g_sessions.lock();
   auto s = es::find_locked(session);
   if (!s) return es::not_found(fn);
@@ -364,7 +362,6 @@ EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
 
 EPPROF_API epprof_status* epprof_session_flush(epprof_session_t session) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_flush";
   std::shared_ptr<es::Session> s;
   if (epprof_status* st = es::find_for_control(fn, session, false, &s)) return st;
   s->flush();
@@ -374,7 +371,6 @@ EPPROF_API epprof_status* epprof_session_flush(epprof_session_t session) {
 
 EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_destroy";
   std::shared_ptr<es::Session> s;
   auto forget = [&] {
     es::g_sessions.slot_of(session.handle).extra.owner.reset();
@@ -390,7 +386,6 @@ EPPROF_API epprof_status* epprof_session_destroy(epprof_session_t session) {
 
 EPPROF_API epprof_status* epprof_session_get_state(epprof_session_t session, epprof_session_state* out) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_get_state";
   if (!out) return null_argument(fn, "out");
   std::shared_ptr<es::Session> s;
   if (epprof_status* st = es::find(fn, session, &s)) return st;
@@ -401,7 +396,6 @@ EPPROF_API epprof_status* epprof_session_get_state(epprof_session_t session, epp
 
 EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session, epprof_session_stats* stats) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_get_stats";
   if (!stats) return null_argument(fn, "stats");
   if (stats->size < sizeof(size_t))
     return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": stats->size (" + std::to_string(stats->size) +
@@ -418,7 +412,6 @@ EPPROF_API epprof_status* epprof_session_get_stats(epprof_session_t session, epp
 
 EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, uint32_t pass) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_begin_pass";
   std::shared_ptr<es::Session> s;
   if (epprof_status* st = es::find_for_passes(fn, session, &s)) return st;
   int64_t none = -1;
@@ -431,7 +424,6 @@ EPPROF_API epprof_status* epprof_session_begin_pass(epprof_session_t session, ui
 
 EPPROF_API epprof_status* epprof_session_end_pass(epprof_session_t session) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_end_pass";
   std::shared_ptr<es::Session> s;
   if (epprof_status* st = es::find_for_passes(fn, session, &s)) return st;
   if (s->open_pass.exchange(-1) < 0)
@@ -464,7 +456,6 @@ EPPROF_API epprof_status* epprof_session_query_dispatch(const epprof_dispatch_in
                                                         epprof_dispatch_request* out, size_t capacity,
                                                         size_t* count) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_query_dispatch";
   if (!count) return null_argument(fn, "count");
   *count = 0;
   if (!info) return null_argument(fn, "info");
@@ -500,7 +491,6 @@ EPPROF_API epprof_status* epprof_session_query_dispatch(const epprof_dispatch_in
 EPPROF_API epprof_status* epprof_session_deliver_counters(epprof_session_t session, const epprof_dispatch_info* info,
                                                           const epprof_record* records, size_t count) {
   EPPROF_API_BEGIN
-  const char* fn = "epprof_session_deliver_counters";
   if (!info) return null_argument(fn, "info");
   if (count && !records) return null_argument(fn, "records");
   es::Records in(records, count);
