@@ -7,11 +7,11 @@
 //
 //   class MyEp {
 //    public:
-//     static constexpr const char* kPrefix = "my EP: ";       // of every status message
-//     static constexpr const char* kName = "MyExecutionProvider";  // node events' provider
-//     // The EP on its device, or nullptr with *why said: the EP is then
+//     static constexpr EpIdentity kIdentity{"my EP: ", "MyExecutionProvider", "EPPROF_MY_MAX_ALLOC_BYTES"};
+//     // The EP on its device, allocating at most `alloc_limit` bytes a
+//     // buffer (0: no cap), or nullptr with *why said: the EP is then
 //     // refused (UNSUPPORTED) and the host runs its nodes on the next EP.
-//     static std::unique_ptr<MyEp> open(const epprof_host_api* host, std::string* why);
+//     static std::unique_ptr<MyEp> open(const epprof_host_api* host, uint64_t alloc_limit, std::string* why);
 //     OpSet ops() const;                                     // what parse_node may accept
 //     // A node parse_node accepted: false, with *error, to fail the claim
 //     // (a kernel that cannot be built now would fail every run later).
@@ -41,6 +41,30 @@
 
 namespace epprof::ep_common {
 
+// What names a device EP to the shell.
+struct EpIdentity {
+  const char* prefix;           // of every status message: "my EP: "
+  const char* name;             // node events' provider: "MyExecutionProvider"
+  const char* alloc_limit_env;  // the variable that caps one device buffer (alloc_limit_from_env)
+};
+
+// The cap on one device buffer that environment variable `var` sets (a
+// test knob: a bigger allocation fails as device out-of-memory), or 0, no
+// cap, when it is unset. False, with *why naming the variable and its
+// value, when it is set to anything but a decimal byte count: a mistyped
+// cap must not quietly become no cap.
+inline bool alloc_limit_from_env(const char* var, uint64_t* limit, std::string* why) {
+  *limit = 0;
+  const char* text = std::getenv(var);
+  if (text == nullptr) return true;
+  const char* end = text + std::strlen(text);
+  const auto [stop, err] = std::from_chars(text, end, *limit);
+  if (err == std::errc() && stop == end && stop != text) return true;
+  *limit = 0;
+  *why = std::string(var) + "='" + text + "' is not a byte count (a decimal integer)";
+  return false;
+}
+
 template <class Ep>
 class PluginShell {
  public:
@@ -51,7 +75,9 @@ class PluginShell {
     if (host_abi_version < 1) return fail(host, EPPROF_VERSION_MISMATCH, "needs a host speaking EP plugin ABI 1 or later");
     try {
       std::string why;
-      std::unique_ptr<Ep> ep = Ep::open(host, &why);
+      uint64_t alloc_limit;
+      std::unique_ptr<Ep> ep;
+      if (alloc_limit_from_env(Ep::kIdentity.alloc_limit_env, &alloc_limit, &why)) ep = Ep::open(host, alloc_limit, &why);
       if (!ep)
         return fail(host, EPPROF_UNSUPPORTED, why + "; the EP is refused at load: its nodes run on the next EP (the CPU EP)");
       auto shell = std::make_unique<PluginShell>(host, std::move(ep));
@@ -64,7 +90,7 @@ class PluginShell {
 
   PluginShell(const epprof_host_api* host, std::unique_ptr<Ep> ep) : host_(host), ep_(ep.release()) {
     c_.abi_version = EPPROF_EP_PLUGIN_ABI_VERSION;
-    c_.name = Ep::kName;
+    c_.name = Ep::kIdentity.name;
     c_.claims = claims;
     c_.create_kernel = create_kernel;
     c_.compute = compute;
@@ -81,7 +107,7 @@ class PluginShell {
   static PluginShell& self(epprof_ep_plugin* p);
 
   static epprof_status* fail(const epprof_host_api* host, epprof_status_code code, const std::string& msg) {
-    return host->status_create(code, (Ep::kPrefix + msg).c_str());
+    return host->status_create(code, (Ep::kIdentity.prefix + msg).c_str());
   }
 
   static epprof_status* claims(epprof_ep_plugin* p, const epprof_ep_node* node, int* out_claimed) {
@@ -102,14 +128,14 @@ class PluginShell {
 
   static epprof_status* create_kernel(epprof_ep_plugin* p, const epprof_ep_node* node, void** out_kernel) {
     PluginShell& s = self(p);
-    return ep_common::create_kernel(s.host_, Ep::kPrefix, s.ep_->ops(), *node, out_kernel);
+    return ep_common::create_kernel(s.host_, Ep::kIdentity.prefix, s.ep_->ops(), *node, out_kernel);
   }
 
   static epprof_status* compute(epprof_ep_plugin* p, void* kernel, const epprof_ep_tensor* inputs,
                                 size_t num_inputs, epprof_ep_outputs* outputs) {
     PluginShell& s = self(p);
     try {
-      return to_status(s.host_, Ep::kPrefix,
+      return to_status(s.host_, Ep::kIdentity.prefix,
                        s.ep_->compute(*static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs));
     } catch (const std::bad_alloc&) {
       return fail(s.host_, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");
@@ -145,23 +171,6 @@ template <class Ep>
 PluginShell<Ep>& PluginShell<Ep>::self(epprof_ep_plugin* p) {
   static_assert(std::is_standard_layout_v<PluginShell<Ep>>, "the host's handle must be the first member");
   return *reinterpret_cast<PluginShell*>(p);
-}
-
-// The cap on one device buffer that environment variable `var` sets (a
-// test knob: a bigger allocation fails as device out-of-memory), or 0, no
-// cap, when it is unset. False, with *why naming the variable and its
-// value, when it is set to anything but a decimal byte count: a mistyped
-// cap must not quietly become no cap.
-inline bool alloc_limit_from_env(const char* var, uint64_t* limit, std::string* why) {
-  *limit = 0;
-  const char* text = std::getenv(var);
-  if (text == nullptr) return true;
-  const char* end = text + std::strlen(text);
-  const auto [stop, err] = std::from_chars(text, end, *limit);
-  if (err == std::errc() && stop == end && stop != text) return true;
-  *limit = 0;
-  *why = std::string(var) + "='" + text + "' is not a byte count (a decimal integer)";
-  return false;
 }
 
 template <class Ep>

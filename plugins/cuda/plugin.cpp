@@ -31,12 +31,10 @@ namespace {
 
 class CudaEp {
  public:
-  static constexpr const char* kPrefix = "cuda EP: ";
-  static constexpr const char* kName = "CUDAExecutionProvider";  // ONNX Runtime's naming
+  static constexpr ep_common::EpIdentity kIdentity{"cuda EP: ", "CUDAExecutionProvider",  // ONNX Runtime's naming
+                                                  "EPPROF_CUDA_MAX_ALLOC_BYTES"};
 
-  static std::unique_ptr<CudaEp> open(const epprof_host_api* host, std::string* why) {
-    uint64_t alloc_limit;
-    if (!ep_common::alloc_limit_from_env("EPPROF_CUDA_MAX_ALLOC_BYTES", &alloc_limit, why)) return nullptr;
+  static std::unique_ptr<CudaEp> open(const epprof_host_api* host, uint64_t alloc_limit, std::string* why) {
     std::unique_ptr<Device> device = Device::open(why);
     if (!device) return nullptr;
     std::string no_tracing;

@@ -20,15 +20,12 @@ namespace {
 
 class OpenClEp {
  public:
-  static constexpr const char* kPrefix = "opencl EP: ";
-  static constexpr const char* kName = "OpenCLExecutionProvider";  // ONNX Runtime's naming
+  static constexpr ep_common::EpIdentity kIdentity{"opencl EP: ", "OpenCLExecutionProvider",  // ONNX Runtime's naming
+                                                  "EPPROF_OPENCL_MAX_ALLOC_BYTES"};
 
-  static std::unique_ptr<OpenClEp> open(const epprof_host_api* host, std::string* why) {
-    uint64_t alloc_limit;
-    if (!ep_common::alloc_limit_from_env("EPPROF_OPENCL_MAX_ALLOC_BYTES", &alloc_limit, why)) return nullptr;
+  static std::unique_ptr<OpenClEp> open(const epprof_host_api* host, uint64_t alloc_limit, std::string* why) {
     std::unique_ptr<Device> device = Device::open(why);
-    if (!device) return nullptr;
-    return std::make_unique<OpenClEp>(host, std::move(device), alloc_limit);
+    return device ? std::make_unique<OpenClEp>(host, std::move(device), alloc_limit) : nullptr;
   }
 
   OpenClEp(const epprof_host_api* host, std::unique_ptr<Device> device, uint64_t alloc_limit)

@@ -15,9 +15,8 @@ namespace {
 
 class NullEp {
  public:
-  static constexpr const char* kPrefix = "null EP: ";
-  static constexpr const char* kName = "NullExecutionProvider";
-  static std::unique_ptr<NullEp> open(const epprof_host_api*, std::string*) { return std::make_unique<NullEp>(); }
+  static constexpr EpIdentity kIdentity{"null EP: ", "NullExecutionProvider", "EPPROF_NULL_MAX_ALLOC_BYTES"};
+  static std::unique_ptr<NullEp> open(const epprof_host_api*, uint64_t, std::string*) { return std::make_unique<NullEp>(); }
   OpSet ops() const { return kBasicOps; }
   bool prepare(const OpKernel&, std::string*) { return true; }
   ComputeResult compute(const OpKernel&, const epprof_ep_tensor*, size_t, epprof_ep_outputs*) { return {}; }
