@@ -4,17 +4,11 @@ namespace epprof::cuda {
 
 namespace {
 
-// What every timed device record of CUPTI's carries: the id of the API call
-// that issued it, its times, and where it ran.
+// A Record whose DeviceWork is CUPTI's record `c`'s.
 template <class Record, class Cupti>
 Record device_record(const Cupti& c) {
   Record r;
-  r.correlation_id = c.correlationId;
-  r.start_ns = c.start;
-  r.end_ns = c.end;
-  r.device_id = c.deviceId;
-  r.context_id = c.contextId;
-  r.stream_id = c.streamId;
+  static_cast<DeviceWork&>(r) = {c.correlationId, c.start, c.end, c.deviceId, c.contextId, c.streamId};
   return r;
 }
 

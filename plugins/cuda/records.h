@@ -32,12 +32,17 @@ namespace epprof::cuda {
 // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0: the kind the plugin pushes.
 constexpr uint32_t kExternalKindEpprof = 3;
 
-// Mirrors CUpti_ActivityKernel* (CONCURRENT_KERNEL). Timestamps: ns on the
-// clock CUPTI's timestamp callback returns (the host's monotonic clock).
-struct KernelRecord {
-  uint32_t correlation_id = 0;  // CUPTI's
+// What every timed device record of CUPTI's carries: the id of the API call
+// that issued it, its times, and where it ran. Timestamps: ns on the clock
+// CUPTI's timestamp callback returns (the host's monotonic clock).
+struct DeviceWork {
+  uint32_t correlation_id = 0;  // CUPTI's; for a copy, the driver call's
   uint64_t start_ns = 0, end_ns = 0;
   uint32_t device_id = 0, context_id = 0, stream_id = 0;
+};
+
+// Mirrors CUpti_ActivityKernel* (CONCURRENT_KERNEL).
+struct KernelRecord : DeviceWork {
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
   int32_t static_shared_bytes = 0, dynamic_shared_bytes = 0;
@@ -53,20 +58,16 @@ enum class CopyKind : uint8_t { Unknown = 0, HtoD = 1, DtoH = 2, HtoA = 3, AtoH 
 std::string copy_kind_name(uint8_t kind);
 
 // Mirrors CUpti_ActivityMemcpy*.
-struct MemcpyRecord {
-  uint32_t correlation_id = 0;  // the driver call's
-  uint64_t start_ns = 0, end_ns = 0, bytes = 0;
+struct MemcpyRecord : DeviceWork {
+  uint64_t bytes = 0;
   uint8_t copy_kind = 0;  // a CopyKind
-  uint32_t device_id = 0, context_id = 0, stream_id = 0;
   uint32_t runtime_correlation_id = 0;  // the runtime call's; 0 for a copy made through the driver API
 };
 
 // Mirrors CUpti_ActivityMemset*.
-struct MemsetRecord {
-  uint32_t correlation_id = 0;
-  uint64_t start_ns = 0, end_ns = 0, bytes = 0;
+struct MemsetRecord : DeviceWork {
+  uint64_t bytes = 0;
   uint32_t value = 0;
-  uint32_t device_id = 0, context_id = 0, stream_id = 0;
 };
 
 // Mirrors CUpti_ActivityMemory4 (CUPTI_ACTIVITY_KIND_MEMORY2): a device

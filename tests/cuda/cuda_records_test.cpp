@@ -85,7 +85,7 @@ TEST(RecordConverter, ExternalCorrelationRecordsMayArriveAfterTheirKernels) {
   // correlation records in the second, in reverse order.
   RecordBatch first, second;
   first.kernels = {kernel(21, 100, 200), kernel(22, 300, 400)};
-  first.memcpys.push_back(MemcpyRecord{23, 50, 90, 4096, static_cast<uint8_t>(CopyKind::HtoD), 0, 1, 7});
+  first.memcpys.push_back(MemcpyRecord{{23, 50, 90, 0, 1, 7}, 4096, static_cast<uint8_t>(CopyKind::HtoD)});
   second.external = {{kExternalKindEpprof, 902, 22}, {kExternalKindEpprof, 901, 21}, {kExternalKindEpprof, 901, 23}};
   c.add(first);
   c.add(second);
@@ -104,7 +104,7 @@ TEST(RecordConverter, ExternalCorrelationRecordsMayArriveAfterTheirKernels) {
 TEST(RecordConverter, RecordsWithoutAnExternalIdAreKeptMarkedAndCounted) {
   RecordConverter c;
   c.add(kernel(31, 100, 200, "cublas_init"));
-  c.add(MemsetRecord{32, 210, 220, 64, 0, 0, 1, 7});
+  c.add(MemsetRecord{{32, 210, 220, 0, 1, 7}, 64, 0});
   c.add(kernel(33, 300, 400, "attributed"));
   c.add(ExternalCorrelationRecord{kExternalKindEpprof, 5, 33});
   // Another tool's external id for the first kernel does not count as ours.
@@ -152,7 +152,7 @@ TEST(RecordConverter, RecordsOutsideTheScopeAreLeftOutAndCounted) {
   RecordConverter c;
   c.add(kernel(1, 500, 600));    // before the scope
   c.add(kernel(2, 1500, 1600));  // inside
-  c.add(MemcpyRecord{3, 2500, 2600, 8, static_cast<uint8_t>(CopyKind::DtoH), 0, 1, 7});  // after
+  c.add(MemcpyRecord{{3, 2500, 2600, 0, 1, 7}, 8, static_cast<uint8_t>(CopyKind::DtoH)});  // after
   ConversionStats st;
   const auto ev = c.convert(TimeBase{0, 1000}, 1000, 2000, &st);
   ASSERT_EQ(ev.size(), 1u);
@@ -173,7 +173,7 @@ TEST(RecordConverter, NamesAndTracks) {
   EXPECT_EQ(format_dim3(d), "[65535,1,3]");
 
   RecordConverter c;
-  c.add(MemcpyRecord{3, 10, 20, 8, static_cast<uint8_t>(CopyKind::DtoH), 0, 1, 7});
+  c.add(MemcpyRecord{{3, 10, 20, 0, 1, 7}, 8, static_cast<uint8_t>(CopyKind::DtoH)});
   c.add(kernel(4, 30, 40, "_ZN7cutlass6KernelIiEEvT_"));  // mangled, as cuBLAS kernels arrive
   const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, nullptr);
   ASSERT_EQ(ev.size(), 2u);
@@ -285,7 +285,7 @@ TEST(RecordConverter, ApiRecordsAreExportedOnlyWhenAsked) {
 TEST(RecordConverter, RecordsCuptiCouldNotTimeAreCountedAsUntimedNotOutOfScope) {
   RecordConverter c;
   c.add(kernel(1, 0, 0));
-  c.add(MemcpyRecord{2, 0, 0, 8, static_cast<uint8_t>(CopyKind::DtoH), 0, 1, 7});
+  c.add(MemcpyRecord{{2, 0, 0, 0, 1, 7}, 8, static_cast<uint8_t>(CopyKind::DtoH)});
   c.add(kernel(3, 1500, 1600));
   ConversionStats st;
   const auto ev = c.convert(TimeBase{0, 1000}, 1000, 2000, &st);
@@ -302,13 +302,13 @@ TEST(RecordConverter, ClockProbesGiveTheErrorBoundAndAreNotExported) {
   c.add(ClockProbe{p0, 1000, 9000, 0});
   c.add(ClockProbe{p1, 50'000, 58'000, 1});
   // Probe 0 read [4000, 4002]: |4000 − 1000| = 3000, |4002 − 9000| = 4998.
-  c.add(MemsetRecord{90, 4000, 4002, 4, 0, 0, 1, 7});
+  c.add(MemsetRecord{{90, 4000, 4002, 0, 1, 7}, 4, 0});
   // Probe 1 read [49'000, 49'010], 1000 ns before the window opened:
   // |49'000 − 50'000| = 1000, |49'010 − 58'000| = 8990.
-  c.add(MemsetRecord{91, 49'000, 49'010, 4, 0, 0, 1, 7});
+  c.add(MemsetRecord{{91, 49'000, 49'010, 0, 1, 7}, 4, 0});
   c.add(ExternalCorrelationRecord{kExternalKindEpprof, p0, 90});
   c.add(ExternalCorrelationRecord{kExternalKindEpprof, p1, 91});
-  c.add(MemsetRecord{92, 20'000, 20'100, 64, 0, 0, 1, 7});  // a node's memset
+  c.add(MemsetRecord{{92, 20'000, 20'100, 0, 1, 7}, 64, 0});  // a node's memset
   ConversionStats st;
   const auto ev = c.convert(TimeBase{0, 0}, 0, kWide, &st);
   ASSERT_EQ(ev.size(), 1u);
@@ -320,7 +320,7 @@ TEST(RecordConverter, ClockProbesGiveTheErrorBoundAndAreNotExported) {
 
   // A tighter probe of the end group holds for that group.
   c.add(ClockProbe{p1 + 1, 60'000, 61'000, 1});
-  c.add(MemsetRecord{93, 60'100, 60'200, 4, 0, 0, 1, 7});  // |100|, |−800|: 800
+  c.add(MemsetRecord{{93, 60'100, 60'200, 0, 1, 7}, 4, 0});  // |100|, |−800|: 800
   c.add(ExternalCorrelationRecord{kExternalKindEpprof, p1 + 1, 93});
   ConversionStats tighter;
   c.convert(TimeBase{0, 0}, 0, kWide, &tighter);
@@ -598,7 +598,7 @@ TEST_F(CudaProfiler, DeviceRecordsReachTheTraceAttributedToTheirNode) {
       [&](uint64_t node, int64_t now) {
         const auto t = static_cast<uint64_t>(now);
         RecordBatch b1, b2;
-        b1.memcpys.push_back(MemcpyRecord{101, t + 10, t + 20, 4096, static_cast<uint8_t>(CopyKind::HtoD), 0, 1, 7});
+        b1.memcpys.push_back(MemcpyRecord{{101, t + 10, t + 20, 0, 1, 7}, 4096, static_cast<uint8_t>(CopyKind::HtoD)});
         b1.kernels.push_back(kernel(102, t + 30, t + 60, "sgemm"));
         b1.kernels.push_back(kernel(103, t + 70, t + 80, "stray"));  // no external id
         // The node's workspace, allocated and never freed: the leak line.
@@ -697,7 +697,7 @@ class CudaProfilerWithProbes : public CudaProfiler {
       const uint32_t cupti_id = 9000 + uint32_t(probes++);
       RecordBatch b;
       // 1 µs into the window, 2 µs long: |s − before| = 1000, |e − after| = 7000 or 2000.
-      b.memsets.push_back(MemsetRecord{cupti_id, uint64_t(*before) + 1000, uint64_t(*before) + 3000, 4, 0, 0, 1, 7});
+      b.memsets.push_back(MemsetRecord{{cupti_id, uint64_t(*before) + 1000, uint64_t(*before) + 3000, 0, 1, 7}, 4, 0});
       b.external.push_back({kExternalKindEpprof, id, cupti_id});
       source.queued.push_back(b);
       return true;
