@@ -22,23 +22,35 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {"Add", Op::Add, 7, 2, 2},         {"Sub", Op::Sub, 7, 2, 2},
-    {"Mul", Op::Mul, 7, 2, 2},         {"Div", Op::Div, 7, 2, 2},
-    {"Relu", Op::Relu, 6, 1, 1},       {"Sigmoid", Op::Sigmoid, 6, 1, 1},
-    {"Tanh", Op::Tanh, 6, 1, 1},       {"Softmax", Op::Softmax, 1, 1, 1},
-    {"MatMul", Op::MatMul, 1, 2, 2},   {"Gemm", Op::Gemm, 7, 2, 3},
-    {"Conv", Op::Conv, 1, 2, 3},       {"MaxPool", Op::MaxPool, 1, 1, 1},
-    {"AveragePool", Op::AveragePool, 7, 1, 1},  // 7: count_include_pad
+    {"Add", Op::Add, 7, 2, 2},
+    {"Sub", Op::Sub, 7, 2, 2},
+    {"Mul", Op::Mul, 7, 2, 2},
+    {"Div", Op::Div, 7, 2, 2},
+    {"Relu", Op::Relu, 6, 1, 1},
+    {"Sigmoid", Op::Sigmoid, 6, 1, 1},
+    {"Tanh", Op::Tanh, 6, 1, 1},
+    {"Softmax", Op::Softmax, 1, 1, 1},
+    {"MatMul", Op::MatMul, 1, 2, 2},
+    {"Gemm", Op::Gemm, 7, 2, 3},
+    {"Conv", Op::Conv, 1, 2, 3},
+    {"MaxPool", Op::MaxPool, 1, 1, 1},
+    {"AveragePool", Op::AveragePool, 7, 1, 1},      // 7: count_include_pad
     {"GlobalAveragePool", Op::GlobalAveragePool, 1, 1, 1},
     {"BatchNormalization", Op::BatchNormalization, 7, 5, 5},
     {"Clip", Op::Clip, 6, 1, 3},
-    {"Resize", Op::Resize, 11, 1, 4},  // 10: legacy rounding, left to the CPU EP
-    {"Exp", Op::Exp, 6, 1, 1},         {"Log", Op::Log, 6, 1, 1},
-    {"Sqrt", Op::Sqrt, 6, 1, 1},       {"Neg", Op::Neg, 6, 1, 1},
-    {"Abs", Op::Abs, 6, 1, 1},         {"Erf", Op::Erf, 9, 1, 1},
-    {"Reciprocal", Op::Reciprocal, 6, 1, 1},  {"Softplus", Op::Softplus, 1, 1, 1},
-    {"LeakyRelu", Op::LeakyRelu, 6, 1, 1},    {"HardSigmoid", Op::HardSigmoid, 6, 1, 1},
-    {"Elu", Op::Elu, 6, 1, 1},         {"Pow", Op::Pow, 7, 2, 2},
+    {"Resize", Op::Resize, 11, 1, 4},               // 10: legacy rounding, left to the CPU EP
+    {"Exp", Op::Exp, 6, 1, 1},
+    {"Log", Op::Log, 6, 1, 1},
+    {"Sqrt", Op::Sqrt, 6, 1, 1},
+    {"Neg", Op::Neg, 6, 1, 1},
+    {"Abs", Op::Abs, 6, 1, 1},
+    {"Erf", Op::Erf, 9, 1, 1},
+    {"Reciprocal", Op::Reciprocal, 6, 1, 1},
+    {"Softplus", Op::Softplus, 1, 1, 1},
+    {"LeakyRelu", Op::LeakyRelu, 6, 1, 1},
+    {"HardSigmoid", Op::HardSigmoid, 6, 1, 1},
+    {"Elu", Op::Elu, 6, 1, 1},
+    {"Pow", Op::Pow, 7, 2, 2},
 };
 
 const epprof_ep_attribute* find_attr(const epprof_ep_node& n, const char* name) {

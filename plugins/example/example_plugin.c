@@ -567,6 +567,17 @@ static void example_profiler_release(epprof_ep_profiler* self) {
  * Plugin slots and entry point
  * ---------------------------------------------------------------------- */
 
+/* A profiler's slots. host_start stays NULL: the plugin reads its own clock
+ * and places its events with start_profiling's offset (the version 1 rule). */
+static const epprof_ep_profiler example_profiler_slots = {
+    .abi_version = EPPROF_EP_ABI_VERSION,
+    .start_profiling = example_start_profiling,
+    .start_event = example_start_event,
+    .stop_event = example_stop_event,
+    .end_profiling = example_end_profiling,
+    .release = example_profiler_release,
+};
+
 static epprof_status* example_create_profiler(epprof_plugin* self, epprof_ep_profiler** out) {
   const example_plugin* plugin = (const example_plugin*)self;
   const epprof_host_api* host = plugin->host;
@@ -585,12 +596,7 @@ static epprof_status* example_create_profiler(epprof_plugin* self, epprof_ep_pro
   p->host = host;
   p->fail = fail_slot_from_env();
   p->host_clock = host_clock_from_env(host);
-  p->base.abi_version = EPPROF_EP_ABI_VERSION;
-  p->base.start_profiling = example_start_profiling;
-  p->base.start_event = example_start_event;
-  p->base.stop_event = example_stop_event;
-  p->base.end_profiling = example_end_profiling;
-  p->base.release = example_profiler_release;
+  p->base = example_profiler_slots;
   *out = &p->base;
   return NULL;
 }
