@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "base/status.h"
+#include "base/thread.h"
 #include "core/clock.h"
 #include "core/log.h"
 
@@ -219,18 +220,12 @@ epprof_status* Listener::start(const ListenerOptions& options, std::atomic<uint3
     unlink(l->path_.c_str());
     return base::make_status(EPPROF_IO_ERROR, "epprof_listener_start: eventfd: " + errno_text(err));
   }
-  // The host's signals go to the host's threads, never to this one.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
-    l->thread_ = std::thread([p = l.get()] { p->loop(); });
+    l->thread_ = base::quiet_thread([p = l.get()] { p->loop(); });
   } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     unlink(l->path_.c_str());
     throw;
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   *out = std::move(l);
   return nullptr;
 }

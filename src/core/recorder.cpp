@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/thread.h"
 #include "core/log.h"
 
 namespace epprof::core {
@@ -281,7 +282,7 @@ class SlabPool {
     if (!thread_started_) {
       thread_started_ = true;
       try {
-        std::thread([this] { provisioner(); }).detach();
+        base::quiet_thread([this] { provisioner(); }).detach();
       } catch (const std::system_error&) {
         provisioning_ = false;  // no thread: slabs are mapped on demand
         return;

@@ -1,10 +1,13 @@
 #include "export/json_writer.h"
 
+#include "base/thread.h"
+
 #include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <system_error>
 #include <cstring>
 #include <new>
 
@@ -31,33 +34,101 @@ void JsonWriter::fail(const char* what, int err) {
 
 JsonWriter::JsonWriter(std::string* out, size_t buffer_size) : JsonWriter(-1, buffer_size) { out_ = out; }
 
+JsonWriter::~JsonWriter() {
+  if (!writer_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();
+}
+
+int JsonWriter::write_fd(const char* data, size_t n) const {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (w == 0) return EIO;  // not expected for regular files; avoid spinning forever
+    data += w;
+    n -= size_t(w);
+  }
+  return 0;
+}
+
 bool JsonWriter::write_all(const char* data, size_t n) {
   if (out_) {
     out_->append(data, n);
     return true;
   }
-  while (n > 0) {
-    const ssize_t w = ::write(fd_, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      fail(nullptr, err);  // the caller names the file
-      return false;
-    }
-    if (w == 0) {  // Not expected for regular files; avoid spinning forever.
-      fail(nullptr, EIO);
-      return false;
-    }
-    data += w;
-    n -= size_t(w);
+  if (!wait_written()) return false;  // in order after what is in flight
+  if (const int err = write_fd(data, n)) {
+    fail(nullptr, err);  // the caller names the file
+    return false;
   }
   return true;
 }
 
-bool JsonWriter::flush() {
+void JsonWriter::writer_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return in_flight_ != nullptr || quit_; });
+    if (!in_flight_) return;  // quit_, nothing left
+    const char* data = in_flight_;
+    const size_t n = in_flight_len_;
+    const bool skip = write_errno_ != 0;  // the file is short already: write nothing after the gap
+    lock.unlock();
+    const int err = skip ? 0 : write_fd(data, n);
+    lock.lock();
+    if (err) write_errno_ = err;
+    in_flight_ = nullptr;
+    cv_.notify_all();
+  }
+}
+
+bool JsonWriter::wait_written() {
+  if (!writer_.joinable()) return ok_;
+  int err;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return in_flight_ == nullptr; });
+    err = write_errno_;
+  }
+  if (err && ok_) fail(nullptr, err);  // the caller names the file
+  return ok_;
+}
+
+bool JsonWriter::hand_off() {
+  if (!wait_written()) return false;
+  if (!spare_) {  // the first full buffer: the write-behind starts
+    spare_.reset(new (std::nothrow) char[cap_]);
+    if (spare_) {
+      try {
+        writer_ = base::quiet_thread([this] { writer_loop(); });
+      } catch (const std::system_error&) {
+        spare_.reset();
+      }
+    }
+    if (!spare_) return write_all(buf_.get(), len_);  // no thread or memory for it: write in place
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_ = buf_.get();
+    in_flight_len_ = len_;
+  }
+  cv_.notify_all();
+  buf_.swap(spare_);
+  return true;
+}
+
+bool JsonWriter::flush() { return make_room() && wait_written(); }
+
+bool JsonWriter::make_room() {
   if (!ok_) return false;
   if (len_ > 0) {
-    if (!write_all(buf_.get(), len_)) return false;
+    if (out_ ? !write_all(buf_.get(), len_) : !hand_off()) return false;
     flushed_ += len_;
     len_ = 0;
   }
@@ -65,7 +136,7 @@ bool JsonWriter::flush() {
 }
 
 char* JsonWriter::reserve_slow(size_t n) {
-  if (!flush()) return nullptr;
+  if (!make_room()) return nullptr;
   return n <= cap_ ? buf_.get() : nullptr;
 }
 
@@ -79,7 +150,7 @@ void JsonWriter::append_slow(const char* data, size_t n) {
   data += k;
   n -= k;
   if (n == 0) return;
-  if (!flush()) return;
+  if (!make_room()) return;
   if (n >= cap_) {
     if (write_all(data, n)) flushed_ += n;
     return;

@@ -1,7 +1,14 @@
 // Streaming JSON text writer for trace export. It sits on the export hot path
 // (tens of millions of small values per second), so it keeps its own buffer,
-// writes it with write(2) in large blocks, never allocates after construction
-// and keeps the common cases (short ASCII strings, integers) inline.
+// writes it with write(2) in large blocks and keeps the common cases (short
+// ASCII strings, integers) inline.
+//
+// Writing to a file is write-behind: a full buffer goes to a writer thread
+// (it and a second buffer are made at the first full one; nothing is
+// allocated after that) while formatting goes on in the other buffer, so
+// the kernel's copy into the page cache (slow on a VM, where each fresh page
+// traps) overlaps the formatting instead of following it. flush() waits for
+// the writer; so does the destructor, so the fd is never written after it.
 //
 // It writes JSON *text*, not a document model: the caller emits punctuation
 // with raw() and values with the typed methods. Output errors are sticky:
@@ -10,12 +17,15 @@
 #pragma once
 
 #include <charconv>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace epprof::exporter {
 
@@ -26,15 +36,17 @@ class JsonWriter {
   // one escape) always fits in an empty buffer.
   static constexpr size_t kMinBufferSize = 256;
 
-  // Does not take ownership of fd. If the buffer cannot be allocated the
-  // writer starts in the failed state.
+  // Does not take ownership of fd, which must stay open until flush() or
+  // the destructor returns. If the buffer cannot be allocated the writer
+  // starts in the failed state.
   explicit JsonWriter(int fd, size_t buffer_size = kDefaultBufferSize);
   // Writes into *out (appended at each flush) instead of a file: small JSON
   // values that go into another container (the SQLite trace's metadata).
   explicit JsonWriter(std::string* out, size_t buffer_size = kMinBufferSize);
   // Does NOT flush: the fd may already be closed or reused by then, and a
   // silent failure here would hide a truncated trace. Call flush() and check.
-  ~JsonWriter() = default;
+  // Waits for a buffer already handed to the writer thread.
+  ~JsonWriter();
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
 
@@ -135,7 +147,8 @@ class JsonWriter {
     return p + text.size();
   }
 
-  // Writes out everything buffered. False if this or any earlier write failed.
+  // Writes out everything buffered and waits until it is written. False if
+  // this or any earlier write failed.
   bool flush();
   bool ok() const { return ok_; }
   // Empty while ok(); else the reason, e.g. "No space left on device" for a
@@ -189,8 +202,21 @@ class JsonWriter {
   void string_slow(std::string_view s);
   void escape_byte(unsigned char c);
   void utf8_run(const unsigned char* p, size_t n);
+  // write(2) of all n bytes to fd_: 0, or the errno that stopped it.
+  int write_fd(const char* data, size_t n) const;
   bool write_all(const char* data, size_t n);
   void fail(const char* what, int err);
+
+  // The write-behind (file mode). hand_off passes the full buffer to the
+  // writer thread and formats on in the spare, once the writer is done with
+  // it; wait_written waits until nothing is in flight. Both take a write
+  // error the thread met (fail()) and return false after one.
+  bool hand_off();
+  bool wait_written();
+  // Empties the buffer for more (handed off, not waited for): false once
+  // the writer has failed.
+  bool make_room();
+  void writer_loop();
 
   int fd_;
   std::string* out_ = nullptr;
@@ -200,6 +226,17 @@ class JsonWriter {
   uint64_t flushed_ = 0;
   bool ok_ = true;
   std::string error_;
+
+  // Shared with the writer thread, under mu_ (the buffers' contents are
+  // handed over by it too): the buffer in flight, the first errno.
+  std::unique_ptr<char[]> spare_;
+  std::thread writer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const char* in_flight_ = nullptr;
+  size_t in_flight_len_ = 0;
+  int write_errno_ = 0;
+  bool quit_ = false;
 };
 
 }  // namespace epprof::exporter

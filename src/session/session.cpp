@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "base/thread.h"
 #include "core/log.h"
 
 namespace epprof::session {
@@ -26,7 +27,7 @@ Session::Session(SessionSettings settings, Filters filters)
     slots_[i].seq.store(i, std::memory_order_relaxed);
   batch_.resize(settings_.capacity_records);
   if (!settings_.trace_path.empty()) trace_ = std::make_unique<SessionTrace>(settings_.trace_path);
-  thread_ = std::thread([this] { delivery_loop(); });
+  thread_ = base::quiet_thread([this] { delivery_loop(); });
 }
 
 Session::~Session() {
