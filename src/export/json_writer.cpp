@@ -1,15 +1,16 @@
 #include "export/json_writer.h"
 
-#include "base/thread.h"
-
+#include <sched.h>
 #include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <system_error>
 #include <cstring>
 #include <new>
+#include <system_error>
+
+#include "base/thread.h"
 
 namespace epprof::exporter {
 
@@ -100,19 +101,25 @@ bool JsonWriter::wait_written() {
   return ok_;
 }
 
+bool JsonWriter::start_writer() {
+  // On one CPU the writer could only take turns with the formatting.
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < 2) return false;
+  spare_.reset(new (std::nothrow) char[cap_]);
+  if (!spare_) return false;
+  try {
+    writer_ = base::quiet_thread([this] { writer_loop(); });
+    return true;
+  } catch (const std::system_error&) {
+    spare_.reset();
+    return false;
+  }
+}
+
 bool JsonWriter::hand_off() {
   if (!wait_written()) return false;
-  if (!spare_) {  // the first full buffer: the write-behind starts
-    spare_.reset(new (std::nothrow) char[cap_]);
-    if (spare_) {
-      try {
-        writer_ = base::quiet_thread([this] { writer_loop(); });
-      } catch (const std::system_error&) {
-        spare_.reset();
-      }
-    }
-    if (!spare_) return write_all(buf_.get(), len_);  // no thread or memory for it: write in place
-  }
+  if (!spare_ && !in_place_) in_place_ = !start_writer();  // the first full buffer
+  if (in_place_) return write_all(buf_.get(), len_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_ = buf_.get();

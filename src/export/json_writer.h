@@ -9,6 +9,7 @@
 // the kernel's copy into the page cache (slow on a VM, where each fresh page
 // traps) overlaps the formatting instead of following it. flush() waits for
 // the writer; so does the destructor, so the fd is never written after it.
+// A process allowed only one CPU writes in place, as it would gain nothing.
 //
 // It writes JSON *text*, not a document model: the caller emits punctuation
 // with raw() and values with the typed methods. Output errors are sticky:
@@ -213,6 +214,9 @@ class JsonWriter {
   // error the thread met (fail()) and return false after one.
   bool hand_off();
   bool wait_written();
+  // Starts the writer thread and makes the spare buffer: false, and
+  // nothing started, without a second CPU, the memory or a thread.
+  bool start_writer();
   // Empties the buffer for more (handed off, not waited for): false once
   // the writer has failed.
   bool make_room();
@@ -227,10 +231,13 @@ class JsonWriter {
   bool ok_ = true;
   std::string error_;
 
+  // The write-behind: the second buffer and the thread, both made by the
+  // first hand-off, or in_place_.
+  std::unique_ptr<char[]> spare_;
+  bool in_place_ = false;  // no write-behind: each full buffer is written by the caller
+  std::thread writer_;
   // Shared with the writer thread, under mu_ (the buffers' contents are
   // handed over by it too): the buffer in flight, the first errno.
-  std::unique_ptr<char[]> spare_;
-  std::thread writer_;
   std::mutex mu_;
   std::condition_variable cv_;
   const char* in_flight_ = nullptr;

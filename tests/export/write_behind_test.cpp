@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -80,6 +82,42 @@ TEST(WriteBehind, DestructionWaitsForTheBufferInFlight) {
   EXPECT_EQ(expected.compare(0, first.size(), first), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(file.contents().size(), first.size());
+}
+
+size_t threads_in_process() {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory();
+  return n;
+}
+
+// Allowed one CPU, the writer writes in place: no thread is started, and
+// the text is whole.
+TEST(WriteBehind, OneCpuWritesInPlace) {
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  TempFile file;
+  std::string expected;
+  size_t threads_while_writing;
+  {
+    const size_t threads_before = threads_in_process();
+    JsonWriter w(file.fd, 4096);
+    for (int i = 0; i < 5000; ++i) {
+      w.u64(uint64_t(i));
+      expected += std::to_string(i);
+    }
+    threads_while_writing = threads_in_process() - threads_before;
+    EXPECT_TRUE(w.flush()) << w.error();
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(threads_while_writing, 0u);
+  EXPECT_TRUE(file.contents() == expected);
 }
 
 bool blocks_all(const sigset_t& mask) {
