@@ -312,7 +312,10 @@ EPPROF_API epprof_status* epprof_profiler_start(epprof_profiler_t profiler);
 
 /* Stops recording, collects every EP profiler's events, attributes them,
  * merges and writes the trace (to a temporary file renamed into place, so a
- * failure never leaves a partial trace). Every event must have ended and no
+ * failure never leaves a partial trace). A JSON trace past 1 MiB is written
+ * by a helper thread, signals blocked, while the calling thread formats the
+ * rest (not where the process may use only one CPU); the thread has ended
+ * when the call returns. Every event must have ended and no
  * thread may be recording into this profiler. `stats` may be NULL. Returns
  * NOT_FOUND, FAILED_PRECONDITION if not running or while an event block is
  * open (nothing changes then), IO_ERROR if the trace cannot be written.
