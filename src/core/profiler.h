@@ -100,7 +100,7 @@ class Profiler {
     const OpenEvent o = s.innermost();
     const uint32_t set = lone_set(args, num_args);
     if (num_args == 0 || (set && known_set(s, set))) {
-      emit(recording_.recorder().reserve(s, set ? 2 : 1), o, t, set);
+      emit(recording_.recorder().reserve(s, set_slots(set)), o, t, set);
     } else if (epprof_status* st = write_with_args(s, o, t - o.ts, 0, args, num_args)) {
       return st;  // bad args: the event stays open, nothing recorded
     }
@@ -132,7 +132,7 @@ class Profiler {
     if (num_args == 0) {
       emit(Recorder::reserve_in_chunk(s, 1), s.top, t, 0);
     } else if (const uint32_t set = lone_set(args, num_args); set && set <= s.known_sets) {
-      emit(Recorder::reserve_in_chunk(s, 2), s.top, t, set);
+      emit(Recorder::reserve_in_chunk(s, set_slots(set)), s.top, t, set);
     } else if (args[0].type == EPPROF_ARG_INT64 && is_interned(args[0].key)) {
       emit_int(Recorder::reserve_in_chunk(s, 2), s.top, t, args[0]);
     } else {
@@ -174,7 +174,7 @@ class Profiler {
     const uint64_t t = now_ticks(b.tsc);
     ThreadStream& s = *b.stream;
     const epprof_event_desc d = b.descs[b.begun];
-    const uint32_t slots = d.args ? 2 : 1;
+    const uint32_t slots = set_slots(d.args);
     Record* r = __builtin_expect(s.used + slots <= kChunkSlots, 1) ? Recorder::reserve_in_chunk(s, slots)
                                                                    : b.profiler->reserve_slow(s, slots);
     emit(r, OpenEvent{b.start, b.first_id + b.begun, d.name, b.category}, t, d.args);
@@ -189,10 +189,18 @@ class Profiler {
   static uint32_t lone_set(const epprof_arg* args, size_t num_args) noexcept {
     return num_args == 1 && args[0].type == EPPROF_ARG_SET && args[0].key == 0 ? args[0].value.set : 0;
   }
-  // Writes the record of `o` ending at `t` at `r`, and its arg set if `set`.
+  // The slots of an event whose one arg is the arg set `set` (0: no args).
+  static uint32_t set_slots(uint32_t set) noexcept { return set > kMaxInlineSet ? 2 : 1; }
+  // Writes the record of `o` ending at `t` at `r`, with `set` as its one
+  // arg if nonzero, in set_slots(set) slots.
   static void emit(Record* r, const OpenEvent& o, uint64_t t, uint32_t set) noexcept {
-    *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, 0, uint16_t(set ? 1 : 0)};
-    if (set) encode_lone_set(r + 1, set);
+    if (__builtin_expect(set <= kMaxInlineSet, 1)) {
+      *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, set ? kRecordInlineSet : uint8_t(0),
+                  uint16_t(set)};
+      return;
+    }
+    *r = Record{o.ts, t - o.ts, o.correlation_id, o.name, o.category, 0, 1};
+    encode_lone_set(r + 1, set);
   }
   // Writes the record of `o` ending at `t` at `r`, with the one INT64 arg
   // `a` (its key interned) in the slot after it.

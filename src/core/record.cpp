@@ -35,6 +35,10 @@ size_t value_bytes(StoredArg type, const unsigned char* value) noexcept {
 
 const NodeIdentity* node_of(const Record* r) noexcept {
   if (r->arg_slots == 0) return nullptr;
+  if (r->flags & kRecordInlineSet) {
+    const ArgSet* set = arg_set(r->arg_slots);
+    return set && set->has_node ? &set->node : nullptr;
+  }
   uint32_t count;
   const unsigned char* p;
   open_list(reinterpret_cast<const unsigned char*>(r + 1), &count, &p);
@@ -54,6 +58,13 @@ const NodeIdentity* node_of(const Record* r) noexcept {
 
 ArgIterator::ArgIterator(const Record* r) noexcept {
   if (r->arg_slots == 0) return;
+  if (r->flags & kRecordInlineSet) {  // the set's list, inside an empty list of the record's own
+    if (const ArgSet* set = arg_set(r->arg_slots)) {
+      open_list(reinterpret_cast<const unsigned char*>(set->payload.data()), &list_.count, &list_.p);
+      in_set_ = true;
+    }
+    return;
+  }
   open_list(reinterpret_cast<const unsigned char*>(r + 1), &list_.count, &list_.p);
 }
 

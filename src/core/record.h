@@ -16,8 +16,10 @@ struct Record {
   uint64_t correlation_id;  // never 0
   uint32_t name;            // interned id
   uint8_t category;         // epprof_category
-  uint8_t flags;            // kRecordDurationNs, or 0
-  uint16_t arg_slots;       // 32-byte slots of arg payload that follow
+  uint8_t flags;            // kRecord* bits, or 0
+  uint16_t arg_slots;       // 32-byte slots of arg payload that follow; with
+                            // kRecordInlineSet, the one arg set's id instead.
+                            // 0 either way: no args.
 };
 static_assert(sizeof(Record) == 32, "records are 32 bytes: half a cache line");
 
@@ -32,6 +34,14 @@ constexpr uint8_t kRecordDurationNs = 1;
 constexpr uint8_t kRecordMemoryAlloc = 2;
 constexpr uint8_t kRecordMemoryFree = 4;
 constexpr uint8_t kRecordMemory = kRecordMemoryAlloc | kRecordMemoryFree;
+// The event's one arg is the arg set whose id arg_slots holds, and no
+// payload follows: a node event (its args are its node's set) in one slot
+// instead of two. Sets past kMaxInlineSet take a payload slot.
+constexpr uint8_t kRecordInlineSet = 8;
+constexpr uint32_t kMaxInlineSet = UINT16_MAX;
+
+// The 32-byte slots of arg payload that follow `r`.
+inline uint32_t payload_slots(const Record& r) noexcept { return r.flags & kRecordInlineSet ? 0 : r.arg_slots; }
 
 constexpr size_t kSlotBytes = sizeof(Record);
 constexpr size_t kMaxArgs = 32;

@@ -25,7 +25,7 @@ namespace {
 constexpr size_t kRunChunks = 256;
 constexpr size_t kSpillWriteBytes = 1 << 20;
 
-size_t entry_bytes(const Record* r) { return kSlotBytes * (1 + size_t(r->arg_slots)); }
+size_t entry_bytes(const Record* r) { return kSlotBytes * (1 + size_t(payload_slots(*r))); }
 
 inline bool key_less(const IndexEntry& a, const IndexEntry& b) {
   return a.rec->ts != b.rec->ts ? a.rec->ts < b.rec->ts : a.rec->dur > b.rec->dur;
@@ -61,7 +61,7 @@ void index_chunks(const std::vector<Chunk*>& chunks, IndexEntry* out, size_t n, 
       // The chunks are cold by now; the hardware prefetcher stops at page
       // boundaries. (A prefetch past the chunk is harmless.)
       __builtin_prefetch(reinterpret_cast<const char*>(r) + 2048);
-      i += 1 + uint32_t(r->arg_slots);
+      i += 1 + payload_slots(*r);
       seen |= r->flags;
       const IndexEntry e{r};
       size_t j = m;
@@ -88,7 +88,7 @@ sort:
     const uint32_t used = c->used;
     for (uint32_t i = 0; i < used;) {
       const Record* r = &c->slots[i];
-      i += 1 + uint32_t(r->arg_slots);
+      i += 1 + payload_slots(*r);
       *flags |= r->flags;
       out[--m] = IndexEntry{r};
     }

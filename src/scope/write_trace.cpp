@@ -156,7 +156,7 @@ class EndOrder {
       i = uint32_t(copies_.size());
       copies_.emplace_back();
     }
-    const size_t bytes = (size_t(r.arg_slots) + 1) * core::kSlotBytes;
+    const size_t bytes = (size_t(core::payload_slots(r)) + 1) * core::kSlotBytes;
     copies_[i].resize(bytes);  // within its capacity, once buffers are reused
     std::memcpy(copies_[i].data(), &r, bytes);
     return i;

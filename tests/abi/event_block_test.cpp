@@ -3,6 +3,7 @@
 // every misuse the calls report.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "support/test_util.h"
@@ -77,6 +78,41 @@ TEST_F(EventBlock, EventsAreRecordedByIndexWithTheirDescs) {
   EXPECT_LE(b->ts + b->dur, c->ts);
   EXPECT_LE(parent->ts, a->ts);
   EXPECT_GE(parent->ts + parent->dur, c->ts + c->dur);
+}
+
+// A node's arg set rides in its event's record while its id fits 16 bits,
+// and takes a payload slot after that: both read back alike, through a
+// block and through epprof_event_end.
+TEST_F(EventBlock, SetIdsPastSixteenBitsReadBackAlike) {
+  const epprof_arg_set_id small = descs_[0].args;
+  ASSERT_LE(small, 0xFFFFu);
+  epprof_arg_set_id big = 0;
+  for (int64_t i = 1'000'000; big <= 0xFFFFu; ++i) big = set_of("Gemm", i);
+  const std::vector<epprof_event_desc> descs = {{name_id("small_kernel_time"), small},
+                                                {name_id("big_kernel_time"), big}};
+  const uint64_t first = epprof_correlation_id_block(2), lone = epprof_correlation_id_next();
+  epprof_event_block block{};
+  EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, 2, descs.data(), &block));
+  for (size_t i = 0; i < 2; ++i) {
+    EPPROF_ASSERT_OK(epprof_event_block_begin(&block, i));
+    EPPROF_ASSERT_OK(epprof_event_block_end(&block, i));
+  }
+  EPPROF_ASSERT_OK(epprof_event_block_close(&block));
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
+  set.value.set = big;
+  EPPROF_ASSERT_OK(epprof_event_begin(p_, EPPROF_CATEGORY_NODE, name_id("lone_kernel_time"), lone));
+  EPPROF_ASSERT_OK(epprof_event_end(p_, lone, &set, 1));
+  const auto events = stop_and_read(nullptr);
+  const TraceEvent* s = find(events, "small_kernel_time");
+  const TraceEvent* b = find(events, "big_kernel_time");
+  const TraceEvent* l = find(events, "lone_kernel_time");
+  ASSERT_TRUE(s && b && l);
+  EXPECT_EQ(s->arg("op_name"), "Conv");
+  EXPECT_EQ(s->arg("node_index"), "0");
+  EXPECT_EQ(b->arg("op_name"), "Gemm");
+  EXPECT_EQ(l->arg("op_name"), "Gemm");
+  EXPECT_EQ(b->arg("node_index"), l->arg("node_index"));
+  EXPECT_GE(std::stoll(b->arg("node_index")), 1'000'000);
 }
 
 // Blocks of many events across many chunks, other events of the thread in

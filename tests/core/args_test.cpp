@@ -128,4 +128,34 @@ TEST(Args, NodeOfReadsTheFirstDeclaringSetAmongTheRecordsArgs) {
   EXPECT_EQ(node_of(&bare), nullptr);
 }
 
+// A record whose one arg set rides inline (kRecordInlineSet) has no payload
+// slot and reads as that set: its args through ArgIterator, its node
+// through node_of.
+TEST(Args, AnInlineSetReadsAsTheSet) {
+  const NodeIdentity node{intern("gemm0"), intern("Gemm"), 3, intern("CPUExecutionProvider")};
+  epprof_arg k{intern("k"), EPPROF_ARG_INT64, {}};
+  k.value.i64 = -5;
+  uint32_t id = 0;
+  ASSERT_EQ(intern_arg_set("test", &k, 1, &node, &id), nullptr);
+  ASSERT_LE(id, kMaxInlineSet);
+  Record r{};
+  r.flags = kRecordInlineSet;
+  r.arg_slots = uint16_t(id);
+  EXPECT_EQ(payload_slots(r), 0u);
+  ArgIterator it(&r);
+  ArgView v;
+  ASSERT_TRUE(it.next(v));
+  EXPECT_EQ(v.key, intern("k"));
+  EXPECT_TRUE(v.is_int);
+  EXPECT_EQ(v.i64, -5);
+  EXPECT_FALSE(it.next(v));
+  const NodeIdentity* found = node_of(&r);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->index, 3u);
+  EXPECT_EQ(found->name, node.name);
+  r.flags = 0;
+  r.arg_slots = 2;
+  EXPECT_EQ(payload_slots(r), 2u);
+}
+
 }  // namespace
