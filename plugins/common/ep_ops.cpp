@@ -34,11 +34,11 @@ constexpr OpInfo kOps[] = {
     {"Gemm", Op::Gemm, 7, 2, 3},
     {"Conv", Op::Conv, 1, 2, 3},
     {"MaxPool", Op::MaxPool, 1, 1, 1},
-    {"AveragePool", Op::AveragePool, 7, 1, 1},      // 7: count_include_pad
+    {"AveragePool", Op::AveragePool, 7, 1, 1},  // 7: count_include_pad
     {"GlobalAveragePool", Op::GlobalAveragePool, 1, 1, 1},
     {"BatchNormalization", Op::BatchNormalization, 7, 5, 5},
     {"Clip", Op::Clip, 6, 1, 3},
-    {"Resize", Op::Resize, 11, 1, 4},               // 10: legacy rounding, left to the CPU EP
+    {"Resize", Op::Resize, 11, 1, 4},  // 10: legacy rounding, left to the CPU EP
     {"Exp", Op::Exp, 6, 1, 1},
     {"Log", Op::Log, 6, 1, 1},
     {"Sqrt", Op::Sqrt, 6, 1, 1},
