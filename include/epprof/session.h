@@ -289,7 +289,9 @@ EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session);
 EPPROF_API epprof_status* epprof_session_flush(epprof_session_t session);
 
 /* Stops (if active), flushes, joins the delivery thread, writes the trace
- * file if one was asked for, and frees the session; the handle becomes
+ * file if one was asked for (a JSON trace past 1 MiB with a writer thread,
+ * as epprof_profiler_stop writes one; it has ended when this returns), and
+ * frees the session; the handle becomes
  * stale even when an error is returned. NOT_FOUND; FAILED_PRECONDITION from
  * the session's own callback (nothing happens then); IO_ERROR when the
  * trace cannot be written. */
