@@ -241,8 +241,8 @@ EPPROF_API const char* epprof_category_name(epprof_category category) {
 
 EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
   EPPROF_API_BEGIN
-  if (!out) return null_argument("epprof_intern", "out");
-  if (!str) return null_argument("epprof_intern", "str");
+  if (!out) return null_argument(fn, "out");
+  if (!str) return null_argument(fn, "str");
   epprof_name_id id = epprof::core::intern(str);
   if (!id)
     return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern: the string table is full");
@@ -253,8 +253,8 @@ EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
 
 EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_name_id* out) {
   EPPROF_API_BEGIN
-  if (!out) return null_argument("epprof_intern_n", "out");
-  if (!str && len) return null_argument("epprof_intern_n", "str");
+  if (!out) return null_argument(fn, "out");
+  if (!str && len) return null_argument(fn, "str");
   epprof_name_id id = epprof::core::intern(std::string_view(str ? str : "", len));
   if (!id)
     return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern_n: the string table is full");
@@ -308,7 +308,7 @@ EPPROF_API void epprof_remove_temporary_files(void) { epprof::io::remove_tempora
 
 EPPROF_API epprof_status* epprof_set_thread_name(const char* name) {
   EPPROF_API_BEGIN
-  if (!name) return null_argument("epprof_set_thread_name", "name");
+  if (!name) return null_argument(fn, "name");
   epprof::core::set_thread_name(epprof::core::thread_cache().tid, name);
   return nullptr;
   EPPROF_API_END
@@ -442,8 +442,8 @@ EPPROF_API epprof_status* epprof_profiler_destroy(epprof_profiler_t profiler) {
   {
     const auto lock = abi::g_profilers.lock();
     core::Profiler* p = abi::find(profiler);
-    if (!p) return abi::not_found("epprof_profiler_destroy");
-    if (const uint32_t open = p->open_blocks()) return abi::open_blocks_status("epprof_profiler_destroy", open);
+    if (!p) return abi::not_found(fn);
+    if (const uint32_t open = p->open_blocks()) return abi::open_blocks_status(fn, open);
     abi::g_profilers.slot_of(profiler.handle).extra.hot.store(0, std::memory_order_release);
     doomed.reset(abi::g_profilers.remove_locked(profiler.handle));
   }

@@ -84,9 +84,9 @@ EPPROF_API epprof_status* epprof_listener_start(const epprof_listener_config* co
 
 EPPROF_API epprof_status* epprof_listener_get_socket_path(epprof_listener_t listener, const char** out) {
   EPPROF_API_BEGIN
-  if (!out) return null_argument("epprof_listener_get_socket_path", "out");
+  if (!out) return null_argument(fn, "out");
   auto l = ec::find(listener);
-  if (!l) return ec::not_found("epprof_listener_get_socket_path");
+  if (!l) return ec::not_found(fn);
   *out = l->socket_path().c_str();
   return nullptr;
   EPPROF_API_END
@@ -135,7 +135,7 @@ EPPROF_API epprof_status* epprof_listener_stop(epprof_listener_t listener) {
     std::lock_guard<std::mutex> lock(ec::g_mu);
     ec::Slot& s = ec::g_slots[listener.handle & (ec::kMaxListeners - 1)];
     if (listener.handle == 0 || s.handle.load(std::memory_order_relaxed) != listener.handle)
-      return ec::not_found("epprof_listener_stop");
+      return ec::not_found(fn);
     s.handle.store(0, std::memory_order_release);
     s.pending.store(0, std::memory_order_relaxed);
     l = std::move(s.listener);

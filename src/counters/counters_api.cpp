@@ -122,7 +122,7 @@ extern "C" {
 
 EPPROF_API epprof_status* epprof_counter_device_count(size_t* out) {
   EPPROF_API_BEGIN
-  if (!out) return null_argument("epprof_counter_device_count", "out");
+  if (!out) return null_argument(fn, "out");
   *out = device_names().size();
   return nullptr;
   EPPROF_API_END
@@ -130,7 +130,7 @@ EPPROF_API epprof_status* epprof_counter_device_count(size_t* out) {
 
 EPPROF_API epprof_status* epprof_counter_device_name(size_t index, const char** out) {
   EPPROF_API_BEGIN
-  if (!out) return null_argument("epprof_counter_device_name", "out");
+  if (!out) return null_argument(fn, "out");
   const std::vector<std::string> names = device_names();
   if (index >= names.size())
     return make_status(EPPROF_INVALID_ARGUMENT, "epprof_counter_device_name: index " + std::to_string(index) +
@@ -156,8 +156,8 @@ static epprof_status* device_or_error(const char* fn, const char* device, Device
 EPPROF_API epprof_status* epprof_counter_count(const char* device, size_t* out) {
   EPPROF_API_BEGIN
   Device* d = nullptr;
-  if (epprof_status* st = device_or_error("epprof_counter_count", device, &d)) return st;
-  if (!out) return null_argument("epprof_counter_count", "out");
+  if (epprof_status* st = device_or_error(fn, device, &d)) return st;
+  if (!out) return null_argument(fn, "out");
   *out = d->listed.size();
   return nullptr;
   EPPROF_API_END
@@ -240,7 +240,7 @@ EPPROF_API epprof_status* epprof_counter_config_destroy(epprof_counter_config_t 
   std::shared_ptr<const Config> doomed;  // released outside the lock
   {
     const auto lock = g_configs.lock();
-    if (!g_configs.remove_locked(config.handle)) return stale_config("epprof_counter_config_destroy");
+    if (!g_configs.remove_locked(config.handle)) return stale_config(fn);
     doomed = std::move(g_configs.slot_of(config.handle).extra.config);
   }
   return nullptr;

@@ -150,7 +150,7 @@ epprof_status* event_find_arg(const epprof_event* event, const char* key, const 
 
 epprof_status* sink_append(epprof_event_sink* sink, const epprof_event* const* events, size_t n) {
   EPPROF_API_BEGIN
-  if (!sink) return null_argument("sink_append", "sink");
+  if (!sink) return null_argument(fn, "sink");
   if (n == 0) return nullptr;
   if (!events) return invalid("sink_append: events is NULL with num_events = " + std::to_string(n));
   // Validate the whole batch before appending any of it.
@@ -181,8 +181,8 @@ epprof_status* sink_append(epprof_event_sink* sink, const epprof_event* const* e
 
 epprof_status* sink_set_metadata(epprof_event_sink* sink, const char* key, const char* value) {
   EPPROF_API_BEGIN
-  if (!sink) return null_argument("sink_set_metadata", "sink");
-  if (!key || !value) return null_argument("sink_set_metadata", "key or value");
+  if (!sink) return null_argument(fn, "sink");
+  if (!key || !value) return null_argument(fn, "key or value");
   sink->metadata[key] = value;
   return nullptr;
   EPPROF_API_END
@@ -190,8 +190,8 @@ epprof_status* sink_set_metadata(epprof_event_sink* sink, const char* key, const
 
 epprof_status* sink_set_track_name(epprof_event_sink* sink, int64_t tid, const char* name) {
   EPPROF_API_BEGIN
-  if (!sink) return null_argument("sink_set_track_name", "sink");
-  if (!name) return null_argument("sink_set_track_name", "name");
+  if (!sink) return null_argument(fn, "sink");
+  if (!name) return null_argument(fn, "name");
   sink->track_names[tid] = name;
   return nullptr;
   EPPROF_API_END

@@ -198,9 +198,9 @@ extern "C" {
 
 EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_plugin_t* out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::base::null_argument("epprof_plugin_register", "out");
-  if (!plugin) return epprof::base::null_argument("epprof_plugin_register", "plugin");
-  std::string problem = epprof::plugin::check_plugin(plugin, "epprof_plugin_register");
+  if (!out) return epprof::base::null_argument(fn, "out");
+  if (!plugin) return epprof::base::null_argument(fn, "plugin");
+  std::string problem = epprof::plugin::check_plugin(plugin, fn);
   if (!problem.empty())
     return make_status(plugin->abi_version > EPPROF_EP_ABI_VERSION ? EPPROF_VERSION_MISMATCH
                                                                    : EPPROF_PLUGIN_ERROR,
@@ -217,8 +217,8 @@ EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_p
 
 EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::base::null_argument("epprof_plugin_load", "out");
-  if (!path) return epprof::base::null_argument("epprof_plugin_load", "path");
+  if (!out) return epprof::base::null_argument(fn, "out");
+  if (!path) return epprof::base::null_argument(fn, "path");
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = dlerror();
@@ -267,7 +267,7 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
 
 EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const char** out) {
   EPPROF_API_BEGIN
-  if (!out) return epprof::base::null_argument("epprof_plugin_get_name", "out");
+  if (!out) return epprof::base::null_argument(fn, "out");
   auto p = epprof::plugin::plugin_table_get(plugin.handle);
   if (!p) return make_status(EPPROF_NOT_FOUND, "epprof_plugin_get_name: unknown or unloaded plugin handle");
   *out = p->name().c_str();

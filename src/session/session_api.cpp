@@ -356,7 +356,7 @@ EPPROF_API epprof_status* epprof_session_start(epprof_session_t session) {
 EPPROF_API epprof_status* epprof_session_stop(epprof_session_t session) {
   EPPROF_API_BEGIN
   std::shared_ptr<es::Session> s;
-  return es::quiesce("epprof_session_stop", session, true, [] {}, &s);
+  return es::quiesce(fn, session, true, [] {}, &s);
   EPPROF_API_END
 }
 
