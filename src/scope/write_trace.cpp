@@ -27,15 +27,6 @@ using exporter::MetaValue;
 
 std::atomic<const DeviceRecordSubscriber*> g_subscriber{nullptr};
 
-// What the scope wrote, for the metadata record and the caller's stats.
-struct Counts {
-  uint64_t host_events = 0;
-  uint64_t device_events = 0;
-  uint64_t unattributed = 0;
-  uint64_t plugin_errors = 0;
-  uint64_t filtered = 0;         // events the trace filter left out
-  core::RecorderStats recorder;  // once the host events are merged
-};
 
 // Stages 2 to 4: every host event (merged by start from every stream and
 // spilled run) and every device event, with their attribution and flows,
@@ -324,7 +315,7 @@ class EndOrder {
 
 // Stage 5's last items: track names and the metadata record.
 void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core::TickConverter& conv,
-                               const DeviceEvents& device, const Counts& counts, const MemoryLedger* memory,
+                               const DeviceEvents& device, const epprof_trace_stats& counts, const MemoryLedger* memory,
                                const TraceFilter* filter, int64_t pid, exporter::TraceSink& sink) {
   sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
@@ -334,7 +325,6 @@ void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core
   }
   for (const auto& t : device.tracks) sink.track_name(t);
 
-  const core::RecorderStats& rs = counts.recorder;
   const int64_t t0 = p.start_pair().ns;
   exporter::MetadataFields meta;
   meta.emplace_back("epprof_version", MetaValue::string(epprof_version()));
@@ -351,12 +341,12 @@ void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core
   meta.emplace_back("event_order", MetaValue::string("end"));
   meta.emplace_back("host_events", MetaValue::string(std::to_string(counts.host_events)));
   meta.emplace_back("device_events", MetaValue::string(std::to_string(counts.device_events)));
-  meta.emplace_back("dropped_events", MetaValue::string(std::to_string(rs.dropped_events)));
-  meta.emplace_back("unattributed_device_events", MetaValue::string(std::to_string(counts.unattributed)));
-  meta.emplace_back("spilled_bytes", MetaValue::string(std::to_string(rs.spilled_bytes)));
+  meta.emplace_back("dropped_events", MetaValue::string(std::to_string(counts.dropped_events)));
+  meta.emplace_back("unattributed_device_events", MetaValue::string(std::to_string(counts.unattributed_device_events)));
+  meta.emplace_back("spilled_bytes", MetaValue::string(std::to_string(counts.spilled_bytes)));
   // A filtered trace says it is partial, and what it left out.
   if (filter) {
-    meta.emplace_back("filtered_events", MetaValue::string(std::to_string(counts.filtered)));
+    meta.emplace_back("filtered_events", MetaValue::string(std::to_string(counts.filtered_events)));
     meta.emplace_back("filter", filter->metadata());
   }
   if (std::string err = p.recorder().spill_error(); !err.empty())
@@ -403,16 +393,20 @@ std::string write_trace(core::Recording& p, const EpList& eps, epprof_trace_stat
   exporter::TraceSink& sink = *sink_owner;
   std::unique_ptr<TraceFilter> filter;
   if (p.config().filter) filter = std::make_unique<TraceFilter>(*p.config().filter);
-  Counts counts;
+  // What the scope wrote, for the metadata record and the caller's stats.
+  epprof_trace_stats counts{};
+  counts.size = sizeof counts;
   EndOrder order(p, eps, conv, pid, device, sink, attribution, filter.get());
   counts.host_events = order.run();
   counts.device_events = device.events.size();
   if (filter) {
     counts.device_events -= filter->plugin_left_out();
-    counts.filtered = filter->host_left_out() + filter->plugin_left_out();
+    counts.filtered_events = filter->host_left_out() + filter->plugin_left_out();
   }
-  counts.unattributed = attribution.unattributed();
-  counts.recorder = p.recorder().stats();
+  counts.unattributed_device_events = attribution.unattributed();
+  const core::RecorderStats recorder = p.recorder().stats();  // once the host events are merged
+  counts.dropped_events = recorder.dropped_events;
+  counts.spilled_bytes = recorder.spilled_bytes;
   for (const auto& ep : eps) counts.plugin_errors += ep->error_count();
   write_tracks_and_metadata(p, eps, conv, device, counts, order.memory(), filter.get(), pid, sink);
 
@@ -421,18 +415,8 @@ std::string write_trace(core::Recording& p, const EpList& eps, epprof_trace_stat
     return "cannot write trace '" + p.config().trace_path + "': " + error;
 
   if (stats) {
-    const core::RecorderStats& rs = counts.recorder;
-    epprof_trace_stats out{};
-    out.size = sizeof out;
-    out.host_events = counts.host_events;
-    out.device_events = counts.device_events;
-    out.dropped_events = rs.dropped_events;
-    out.unattributed_device_events = counts.unattributed;
-    out.spilled_bytes = rs.spilled_bytes;
-    out.plugin_errors = counts.plugin_errors;
-    out.filtered_events = counts.filtered;
-    std::memcpy(stats, &out, std::min(stats->size, sizeof out));
-    stats->size = std::min(stats->size, sizeof out);
+    std::memcpy(stats, &counts, std::min(stats->size, sizeof counts));
+    stats->size = std::min(stats->size, sizeof counts);
   }
   return {};
 }
