@@ -537,7 +537,7 @@ Rate export_json_once(core::Recorder& rec, const std::string& path, int64_t* mb)
   {
     exporter::ChromeTraceSink sink(fd, false);
     written = drain(rec, sink);
-    ok = sink.finish(&error);
+    ok = sink.finish({}, &error);
   }
   const double secs = seconds_since(t);
   const double cpu = process_cpu_s() - c0;
@@ -700,7 +700,7 @@ void BM_export_sqlite(benchmark::State& state) {
     {
       exporter::SqliteTraceSink sink(*file);
       written = drain(*rec, sink);
-      ok = sink.finish(&error) && file->commit(&error);
+      ok = sink.finish({}, &error) && file->commit(&error);
     }
     const double secs = seconds_since(t);
     const double cpu = process_cpu_s() - c0;

@@ -222,17 +222,14 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
   }
   write_exact_dur(e.dur_ns, first);
   w_.raw("}}");
-}
-
-void ChromeTraceSink::flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns,
-                           int64_t device_tid, int64_t device_ts_ns) {
-  common("Flow", "node_to_device", pid, host_tid, host_ts_ns);
+  if (!e.flow_id) return;
+  common("Flow", "node_to_device", e.pid, a->host_tid, a->host_ts_ns);
   w_.raw(",\"ph\":\"s\",\"id\":");
-  w_.u64(id);
+  w_.u64(e.flow_id);
   w_.raw(",\"args\":{}}");
-  common("Flow", "node_to_device", pid, device_tid, device_ts_ns);
+  common("Flow", "node_to_device", e.pid, e.tid, e.ts_ns);
   w_.raw(",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-  w_.u64(id);
+  w_.u64(e.flow_id);
   w_.raw(",\"args\":{}}");
 }
 
@@ -256,7 +253,9 @@ void ChromeTraceSink::metadata(int64_t pid, const MetadataFields& fields) {
   w_.raw("}}");
 }
 
-bool ChromeTraceSink::finish(std::string* error) {
+bool ChromeTraceSink::finish(const TraceTail& tail, std::string* error) {
+  for (const TrackName& t : tail.tracks) track_name(t);
+  if (!tail.metadata.empty()) metadata(tail.pid, tail.metadata);
   w_.raw("\n]\n");
   if (!w_.flush()) {
     if (error) *error = w_.error();

@@ -21,19 +21,25 @@ class ChromeTraceSink final : public TraceSink {
   // exact length as a "dur_ns" arg.
   ChromeTraceSink(int fd, bool integer_timestamps);
 
+  // An "X" slice with ONNX Runtime's fields and arg spellings.
   void host_event(const HostEventOut& e) override;
+  // An "X" slice on the device's track, its args in its plugin's order;
+  // then for a flow an "s" item at the host slice and an "f" item (binding
+  // point "e") at this one.
   void device_event(const DeviceEventOut& e) override;
-  void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
-            int64_t device_ts_ns) override;
-  void track_name(const TrackName& t) override;
+  // A "C" item whose one arg is the sample.
   void counter(int64_t pid, int64_t tid, int64_t ts_ns, std::string_view name,
                std::string_view numeric_value) override;
-  void metadata(int64_t pid, const MetadataFields& fields) override;
-  bool finish(std::string* error) override;
+  // A "process_name" or "thread_name" "M" item per track, the
+  // "epprof_metadata" "M" item, then the array's end; then writes what the
+  // buffer still holds.
+  bool finish(const TraceTail& tail, std::string* error) override;
 
   uint64_t bytes_written() const { return w_.bytes_written(); }
 
  private:
+  void track_name(const TrackName& t);
+  void metadata(int64_t pid, const MetadataFields& fields);
   void open_item();
   void common(const char* cat, std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns);
   // A host event's opening text, up to its timestamp, from the head cache.

@@ -94,17 +94,12 @@ void SqliteTraceSink::device_event(const DeviceEventOut& e) {
   row.args = args_.data();
   row.num_args = args_.size();
   db_->device_event(row);
-}
-
-void SqliteTraceSink::flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
-                           int64_t device_ts_ns) {
-  if (!db_) return;
-  db_->flow_start(pid, id, "Flow", "node_to_device", host_tid, host_ts_ns);
-  db_->flow_end(pid, id, device_tid, device_ts_ns, "e");
+  if (!e.flow_id) return;
+  db_->flow_start(e.pid, e.flow_id, "Flow", "node_to_device", a->host_tid, a->host_ts_ns);
+  db_->flow_end(e.pid, e.flow_id, e.tid, e.ts_ns, "e");
 }
 
 void SqliteTraceSink::track_name(const TrackName& t) {
-  if (!db_) return;
   if (t.tid < 0)
     db_->process_name(t.pid, t.name);
   else
@@ -119,7 +114,6 @@ void SqliteTraceSink::counter(int64_t pid, int64_t tid, int64_t ts_ns, std::stri
 }
 
 void SqliteTraceSink::metadata(int64_t pid, const MetadataFields& fields) {
-  if (!db_) return;
   std::string json;
   for (const auto& [key, value] : fields) {
     if (value.kind == MetaValue::Kind::kString) {
@@ -136,11 +130,13 @@ void SqliteTraceSink::metadata(int64_t pid, const MetadataFields& fields) {
   }
 }
 
-bool SqliteTraceSink::finish(std::string* error) {
+bool SqliteTraceSink::finish(const TraceTail& tail, std::string* error) {
   if (!db_) {
     if (error) *error = open_error_;
     return false;
   }
+  for (const TrackName& t : tail.tracks) track_name(t);
+  metadata(tail.pid, tail.metadata);
   const bool ok = db_->finish(error);
   db_.reset();
   return ok;

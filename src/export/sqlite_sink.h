@@ -20,17 +20,23 @@ class SqliteTraceSink final : public TraceSink {
   // opening it is reported by finish().
   explicit SqliteTraceSink(io::AtomicFile& file);
 
+  // A host_events row, its args as args rows.
   void host_event(const HostEventOut& e) override;
+  // A device_events row, its args as args rows, and for a flow a flows row
+  // from the host track and time to the device's.
   void device_event(const DeviceEventOut& e) override;
-  void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns, int64_t device_tid,
-            int64_t device_ts_ns) override;
-  void track_name(const TrackName& t) override;
+  // A counters row, the sample parsed as a double.
   void counter(int64_t pid, int64_t tid, int64_t ts_ns, std::string_view name,
                std::string_view numeric_value) override;
-  void metadata(int64_t pid, const MetadataFields& fields) override;
-  bool finish(std::string* error) override;
+  // Names the tail's processes (a track with tid < 0) and threads' tracks,
+  // writes a metadata row per field (an object or array field as JSON
+  // text), derives the runs and the device work's nodes, adds the indexes
+  // and views, and commits.
+  bool finish(const TraceTail& tail, std::string* error) override;
 
  private:
+  void track_name(const TrackName& t);
+  void metadata(int64_t pid, const MetadataFields& fields);
   // An arg whose value is text the sink formatted (an integer).
   void add_int_arg(std::string_view key, int64_t v);
 

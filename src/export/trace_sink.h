@@ -70,6 +70,9 @@ struct DeviceEventOut {
   const std::vector<std::string>* keys;
   const std::vector<std::string>* values;
   const Attribution* attribution;  // nullptr when the event has no correlation id
+  // Nonzero: the id of a flow from the host slice the event is attributed
+  // to (attribution's host_tid and host_ts_ns) to this one.
+  uint64_t flow_id;
 };
 
 struct TrackName {
@@ -129,21 +132,28 @@ class JsonWriter;
 // The JSON text of `v`.
 void write_meta_value(JsonWriter& w, const MetaValue& v);
 
+// What a trace ends with, once its events are written: the names of its
+// tracks and its epprof metadata record.
+struct TraceTail {
+  std::vector<TrackName> tracks;
+  int64_t pid = 0;          // the metadata record's process
+  MetadataFields metadata;  // empty: no metadata record
+};
+
+// Where a scope's trace goes: its events, in the order they are to be
+// written, then finish() with the tail.
 class TraceSink {
  public:
   virtual ~TraceSink() = default;
   virtual void host_event(const HostEventOut& e) = 0;
+  // A device slice, and its flow when it has one.
   virtual void device_event(const DeviceEventOut& e) = 0;
-  // A flow from the host slice at (host_tid, host_ts) to the device slice.
-  virtual void flow(uint64_t id, int64_t pid, int64_t host_tid, int64_t host_ts_ns,
-                    int64_t device_tid, int64_t device_ts_ns) = 0;
-  virtual void track_name(const TrackName& t) = 0;
   // A counter sample ("ph":"C" in Chrome traces): track `name`, at ts.
   virtual void counter(int64_t /*pid*/, int64_t /*tid*/, int64_t /*ts_ns*/, std::string_view /*name*/,
                        std::string_view /*numeric_value*/) {}
-  virtual void metadata(int64_t pid, const MetadataFields& fields) = 0;
-  // Completes the trace; false with *error set when it could not be written.
-  virtual bool finish(std::string* error) = 0;
+  // Writes `tail` and completes the trace; false with *error set when it
+  // could not be written.
+  virtual bool finish(const TraceTail& tail, std::string* error) = 0;
 };
 
 }  // namespace epprof::exporter

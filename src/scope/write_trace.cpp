@@ -242,9 +242,9 @@ class EndOrder {
     if (subscriber_ && on_device)
       session_records_.push_back(session_record(e, attribution_.node(e), ep_names_[d.plugin], p_.start_pair().ns));
     if (filter_ && !filter_->keep_plugin(e, !attribution_.host_left_out(e))) return;
+    const uint64_t flow = a && a->resolved && on_device ? ++flow_id_ : 0;
     sink_.device_event({uint8_t(e.category), e.name, on_device ? pid_ : e.pid, d.tid, e.ts_ns, e.dur_ns, &e.keys,
-                        &e.values, a});
-    if (a && a->resolved && on_device) sink_.flow(++flow_id_, pid_, a->host_tid, a->host_ts_ns, d.tid, e.ts_ns);
+                        &e.values, a, flow});
   }
 
   core::Recording& p_;
@@ -314,19 +314,21 @@ class EndOrder {
 };
 
 // Stage 5's last items: track names and the metadata record.
-void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core::TickConverter& conv,
-                               const DeviceEvents& device, const epprof_trace_stats& counts, const MemoryLedger* memory,
-                               const TraceFilter* filter, int64_t pid, exporter::TraceSink& sink) {
-  sink.track_name({pid, -1, "epprof host (" + p.config().scope_name + ")"});
+exporter::TraceTail trace_tail(core::Recording& p, const EpList& eps, const core::TickConverter& conv,
+                               const DeviceEvents& device, const epprof_trace_stats& counts,
+                               const MemoryLedger* memory, const TraceFilter* filter, int64_t pid) {
+  exporter::TraceTail tail;
+  tail.tracks.push_back({pid, -1, "epprof host (" + p.config().scope_name + ")"});
   auto names = core::thread_names();
   for (const auto& s : p.recorder().streams()) {
     auto it = names.find(s->tid);
-    sink.track_name({pid, s->tid, it != names.end() ? it->second : "thread " + std::to_string(s->tid)});
+    tail.tracks.push_back({pid, s->tid, it != names.end() ? it->second : "thread " + std::to_string(s->tid)});
   }
-  for (const auto& t : device.tracks) sink.track_name(t);
+  tail.tracks.insert(tail.tracks.end(), device.tracks.begin(), device.tracks.end());
 
   const int64_t t0 = p.start_pair().ns;
-  exporter::MetadataFields meta;
+  tail.pid = pid;
+  exporter::MetadataFields& meta = tail.metadata;
   meta.emplace_back("epprof_version", MetaValue::string(epprof_version()));
   meta.emplace_back("scope", MetaValue::string(p.config().scope_name));
   meta.emplace_back("t0_epoch_ns", MetaValue::string(std::to_string(p.t0_epoch_ns())));
@@ -370,7 +372,7 @@ void write_tracks_and_metadata(core::Recording& p, const EpList& eps, const core
   if (memory && !memory->empty()) meta.emplace_back("memory", memory->metadata());
   meta.emplace_back("plugin_errors", std::move(errors));
   for (auto& kv : p.metadata()) meta.emplace_back(std::move(kv.first), MetaValue::string(std::move(kv.second)));
-  sink.metadata(pid, meta);
+  return tail;
 }
 
 }  // namespace
@@ -408,10 +410,10 @@ std::string write_trace(core::Recording& p, const EpList& eps, epprof_trace_stat
   counts.dropped_events = recorder.dropped_events;
   counts.spilled_bytes = recorder.spilled_bytes;
   for (const auto& ep : eps) counts.plugin_errors += ep->error_count();
-  write_tracks_and_metadata(p, eps, conv, device, counts, order.memory(), filter.get(), pid, sink);
+  const exporter::TraceTail tail = trace_tail(p, eps, conv, device, counts, order.memory(), filter.get(), pid);
 
   std::string error;
-  if (!sink.finish(&error) || !p.file().commit(&error))
+  if (!sink.finish(tail, &error) || !p.file().commit(&error))
     return "cannot write trace '" + p.config().trace_path + "': " + error;
 
   if (stats) {

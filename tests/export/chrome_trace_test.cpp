@@ -85,7 +85,7 @@ std::string write_events(const std::vector<HostEventOut>& events) {
     ChromeTraceSink sink(file.fd, false);
     for (const HostEventOut& e : events) sink.host_event(e);
     std::string error;
-    EXPECT_TRUE(sink.finish(&error)) << error;
+    EXPECT_TRUE(sink.finish({}, &error)) << error;
   }
   return file.contents();
 }
@@ -151,7 +151,7 @@ TEST(ChromeTraceSink, EveryHostEventKeepsItsOwnNameCategoryAndThread) {
       reused.assign(t);
       sink.host_event({EPPROF_CATEGORY_NODE, reused, 42, 7, 1000, 10, n++, &rec});
     }
-    ASSERT_TRUE(sink.finish(nullptr));
+    ASSERT_TRUE(sink.finish({}, nullptr));
     text = file.contents();
   }
   const size_t a = text.find("\"aaaa\""), b = text.find("\"bbbb\""), c = text.rfind("\"aaaa\"");
