@@ -9,16 +9,27 @@
 #include "core/record.h"
 #include "epprof/ep_profiler.h"
 
-// An event: owned (a plugin created it; strings copied) or a borrowed view
-// of a host event lent to stop_event (pointers into the caller's frame).
-struct epprof_event {
-  bool borrowed = false;
+namespace epprof::plugin {
+
+// What every event has, owned or borrowed, besides its name and args.
+struct EventHeader {
   epprof_category category = EPPROF_CATEGORY_SESSION;
   int64_t pid = 0;
   int64_t tid = 0;
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
   uint64_t correlation_id = 0;
+};
+
+}  // namespace epprof::plugin
+
+// An event: owned (a plugin created it; strings copied) or a borrowed view
+// of a host event lent to stop_event (pointers into the caller's frame).
+struct epprof_event : epprof::plugin::EventHeader {
+  epprof::plugin::EventHeader& header() { return *this; }
+  const epprof::plugin::EventHeader& header() const { return *this; }
+
+  bool borrowed = false;
 
   // Owned events.
   std::string name;
@@ -44,8 +55,7 @@ namespace epprof::plugin {
 const epprof_host_api* host_api() noexcept;
 
 // A borrowed view of a host event for stop_event.
-void make_event_view(epprof_event& view, epprof_category category, const char* name,
-                     int64_t pid, int64_t tid, int64_t ts_ns, int64_t dur_ns,
-                     uint64_t correlation_id, const epprof_arg* args, size_t num_args) noexcept;
+void make_event_view(epprof_event& view, const EventHeader& header, const char* name, const epprof_arg* args,
+                     size_t num_args) noexcept;
 
 }  // namespace epprof::plugin

@@ -43,13 +43,8 @@ epprof_status* event_create(epprof_category category, const char* name, int64_t 
       return invalid("event_create: value of arg '" + std::string(keys[i]) + "' is NULL");
   }
   auto e = std::make_unique<epprof_event>();
-  e->category = category;
+  e->header() = {category, pid, tid, ts_ns, dur_ns, correlation_id};
   e->name = name;
-  e->pid = pid;
-  e->tid = tid;
-  e->ts_ns = ts_ns;
-  e->dur_ns = dur_ns;
-  e->correlation_id = correlation_id;
   e->keys.assign(keys, keys + num_args);
   e->values.assign(values, values + num_args);
   *out = e.release();
@@ -162,12 +157,7 @@ epprof_status* sink_append(epprof_event_sink* sink, const epprof_event* const* e
   for (size_t i = 0; i < n; ++i) {
     epprof_event copy;
     const epprof_event& e = *events[i];
-    copy.category = e.category;
-    copy.pid = e.pid;
-    copy.tid = e.tid;
-    copy.ts_ns = e.ts_ns;
-    copy.dur_ns = e.dur_ns;
-    copy.correlation_id = e.correlation_id;
+    copy.header() = e.header();
     copy.name = e.borrowed ? std::string(e.view_name ? e.view_name : "") : e.name;
     for (size_t a = 0, na = arg_count(&e); a < na; ++a) {
       copy.keys.emplace_back(arg_key(&e, a));
@@ -224,17 +214,11 @@ const epprof_host_api kHostApi = {
 
 const epprof_host_api* host_api() noexcept { return &kHostApi; }
 
-void make_event_view(epprof_event& view, epprof_category category, const char* name,
-                     int64_t pid, int64_t tid, int64_t ts_ns, int64_t dur_ns,
-                     uint64_t correlation_id, const epprof_arg* args, size_t num_args) noexcept {
+void make_event_view(epprof_event& view, const EventHeader& header, const char* name, const epprof_arg* args,
+                     size_t num_args) noexcept {
   view.borrowed = true;
-  view.category = category;
+  view.header() = header;
   view.view_name = name;
-  view.pid = pid;
-  view.tid = tid;
-  view.ts_ns = ts_ns;
-  view.dur_ns = dur_ns;
-  view.correlation_id = correlation_id;
   view.view_args = args;
   view.view_num_args = num_args;
 }

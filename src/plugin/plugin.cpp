@@ -151,7 +151,7 @@ void EpInstance::start_profiling(int64_t host_start_ns) {
 void EpInstance::stop_event(const core::EndedEvent& e) {
   if (!p_->stop_event) return;
   epprof_event view;
-  make_event_view(view, e.category, e.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.correlation_id, e.args, e.num_args);
+  make_event_view(view, {e.category, e.pid, e.tid, e.ts_ns, e.dur_ns, e.correlation_id}, e.name, e.args, e.num_args);
   check(Slot::kStopEvent, guarded([&] { return p_->stop_event(p_, e.correlation_id, &view); }));
 }
 
