@@ -153,19 +153,9 @@ ComputeResult run_gemm(Dispatch& d, const OpKernel& k, const epprof_ep_tensor* i
   GemmDims g;
   if (ComputeResult e = gemm_dims(k, in, num_inputs, &g); e.kind != Kind::Ok) return e;
   const epprof_ep_tensor* c = g.c;
-  GemmParams p{};
-  p.m = g.m;
-  p.k = g.k;
-  p.n = g.n;
-  p.trans_a = k.trans_a;
-  p.trans_b = k.trans_b;
-  p.alpha = k.alpha;
-  p.beta = k.beta;
-  if (c) {
-    p.has_c = 1;
-    p.csm = g.c_rows == 1 ? 0 : g.c_cols;  // C's strides over [M, N] (0: broadcast)
-    p.csn = g.c_cols == 1 ? 0 : 1;
-  }
+  const cl_long csm = c && g.c_rows != 1 ? g.c_cols : 0;  // C's strides over [M, N] (0: broadcast)
+  const cl_long csn = c && g.c_cols != 1 ? 1 : 0;
+  const GemmParams p{g.m, g.n, g.k, k.trans_a, k.trans_b, c != nullptr, csm, csn, k.alpha, k.beta};
   float* y = nullptr;
   const Shape out{p.m, p.n};
   ComputeResult r = allocate(k, outputs, out, &y);
