@@ -7,7 +7,7 @@
 //
 //   class MyEp {
 //    public:
-//     static constexpr EpIdentity kIdentity{"my EP: ", "MyExecutionProvider", "EPPROF_MY_MAX_ALLOC_BYTES"};
+//     static constexpr EpIdentity kIdentity{"my", "MyExecutionProvider"};
 //     // The EP on its device, allocating at most `alloc_limit` bytes a
 //     // buffer (0: no cap), or nullptr with *why said: the EP is then
 //     // refused (UNSUPPORTED) and the host runs its nodes on the next EP.
@@ -41,12 +41,23 @@
 
 namespace epprof::ep_common {
 
-// What names a device EP to the shell.
+// What names a device EP to the shell: its short name, from which every EP
+// names its status prefix and its allocation cap alike, and its provider.
 struct EpIdentity {
-  const char* prefix;           // of every status message: "my EP: "
-  const char* name;             // node events' provider: "MyExecutionProvider"
-  const char* alloc_limit_env;  // the variable that caps one device buffer (alloc_limit_from_env)
+  const char* short_name;  // lower case, as in the plugin's file name: "my"
+  const char* name;        // node events' provider: "MyExecutionProvider"
 };
+
+// The prefix of every status message of the EP: "my EP: ".
+inline std::string status_prefix(const EpIdentity& id) { return std::string(id.short_name) + " EP: "; }
+
+// The variable that caps one device buffer of the EP (alloc_limit_from_env):
+// EPPROF_MY_MAX_ALLOC_BYTES.
+inline std::string alloc_limit_variable(const EpIdentity& id) {
+  std::string var = "EPPROF_";
+  for (const char* c = id.short_name; *c; ++c) var += *c >= 'a' && *c <= 'z' ? char(*c - 'a' + 'A') : *c;
+  return var + "_MAX_ALLOC_BYTES";
+}
 
 // The cap on one device buffer that environment variable `var` sets (a
 // test knob: a bigger allocation fails as device out-of-memory), or 0, no
@@ -77,7 +88,8 @@ class PluginShell {
       std::string why;
       uint64_t alloc_limit;
       std::unique_ptr<Ep> ep;
-      if (alloc_limit_from_env(Ep::kIdentity.alloc_limit_env, &alloc_limit, &why)) ep = Ep::open(host, alloc_limit, &why);
+      if (alloc_limit_from_env(alloc_limit_variable(Ep::kIdentity).c_str(), &alloc_limit, &why))
+        ep = Ep::open(host, alloc_limit, &why);
       if (!ep)
         return fail(host, EPPROF_UNSUPPORTED, why + "; the EP is refused at load: its nodes run on the next EP (the CPU EP)");
       auto shell = std::make_unique<PluginShell>(host, std::move(ep));
@@ -106,8 +118,13 @@ class PluginShell {
   // The host's pointer is &c_, the first member of a standard-layout class.
   static PluginShell& self(epprof_ep_plugin* p);
 
+  static const std::string& prefix() {
+    static const std::string p = status_prefix(Ep::kIdentity);
+    return p;
+  }
+
   static epprof_status* fail(const epprof_host_api* host, epprof_status_code code, const std::string& msg) {
-    return host->status_create(code, (Ep::kIdentity.prefix + msg).c_str());
+    return host->status_create(code, (prefix() + msg).c_str());
   }
 
   static epprof_status* claims(epprof_ep_plugin* p, const epprof_ep_node* node, int* out_claimed) {
@@ -128,14 +145,14 @@ class PluginShell {
 
   static epprof_status* create_kernel(epprof_ep_plugin* p, const epprof_ep_node* node, void** out_kernel) {
     PluginShell& s = self(p);
-    return ep_common::create_kernel(s.host_, Ep::kIdentity.prefix, s.ep_->ops(), *node, out_kernel);
+    return ep_common::create_kernel(s.host_, prefix().c_str(), s.ep_->ops(), *node, out_kernel);
   }
 
   static epprof_status* compute(epprof_ep_plugin* p, void* kernel, const epprof_ep_tensor* inputs,
                                 size_t num_inputs, epprof_ep_outputs* outputs) {
     PluginShell& s = self(p);
     try {
-      return to_status(s.host_, Ep::kIdentity.prefix,
+      return to_status(s.host_, prefix().c_str(),
                        s.ep_->compute(*static_cast<const OpKernel*>(kernel), inputs, num_inputs, outputs));
     } catch (const std::bad_alloc&) {
       return fail(s.host_, EPPROF_OUT_OF_MEMORY, "compute: out of host memory");

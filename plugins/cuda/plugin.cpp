@@ -29,10 +29,15 @@
 namespace epprof::cuda {
 namespace {
 
+// EPPROF_CUDA_API_RECORDS (see above).
+bool api_records_wanted() {
+  const char* api = std::getenv("EPPROF_CUDA_API_RECORDS");
+  return api && *api && *api != '0';
+}
+
 class CudaEp {
  public:
-  static constexpr ep_common::EpIdentity kIdentity{"cuda EP: ", "CUDAExecutionProvider",  // ONNX Runtime's naming
-                                                  "EPPROF_CUDA_MAX_ALLOC_BYTES"};
+  static constexpr ep_common::EpIdentity kIdentity{"cuda", "CUDAExecutionProvider"};  // ONNX Runtime's naming
 
   static std::unique_ptr<CudaEp> open(const epprof_host_api* host, uint64_t alloc_limit, std::string* why) {
     std::unique_ptr<Device> device = Device::open(why);
@@ -40,18 +45,18 @@ class CudaEp {
     std::string no_tracing;
     ActivitySource* source = cupti_source(host, &no_tracing);
     if (!source) no_tracing = "CUPTI initialisation failed: " + no_tracing;
-    auto ep = std::make_unique<CudaEp>(host, std::move(device), source, std::move(no_tracing), alloc_limit);
-    if (const char* api = std::getenv("EPPROF_CUDA_API_RECORDS")) ep->export_api_ = *api && *api != '0';
-    return ep;
+    return std::make_unique<CudaEp>(host, std::move(device), source, std::move(no_tracing), alloc_limit,
+                                    api_records_wanted());
   }
 
   CudaEp(const epprof_host_api* host, std::unique_ptr<Device> device, ActivitySource* source, std::string no_tracing,
-         uint64_t alloc_limit)
+         uint64_t alloc_limit, bool export_api)
       : host_(host),
         device_(std::move(device)),
         source_(source),
         no_tracing_(std::move(no_tracing)),
-        alloc_limit_(alloc_limit) {}
+        alloc_limit_(alloc_limit),
+        export_api_(export_api) {}
 
   ep_common::OpSet ops() const { return ep_common::kBasicOps; }
   bool prepare(const OpKernel&, std::string*) { return true; }  // the kernels were loaded at open
@@ -79,7 +84,7 @@ class CudaEp {
   ActivitySource* source_;  // process-wide, never freed; null: no device tracing
   std::string no_tracing_;  // why, when source_ is null
   uint64_t alloc_limit_;  // 0: none
-  bool export_api_ = false;
+  bool export_api_;  // the CUDA API records go into the trace too
 };
 
 }  // namespace

@@ -20,8 +20,7 @@ namespace {
 
 class OpenClEp {
  public:
-  static constexpr ep_common::EpIdentity kIdentity{"opencl EP: ", "OpenCLExecutionProvider",  // ONNX Runtime's naming
-                                                  "EPPROF_OPENCL_MAX_ALLOC_BYTES"};
+  static constexpr ep_common::EpIdentity kIdentity{"opencl", "OpenCLExecutionProvider"};  // ONNX Runtime's naming
 
   static std::unique_ptr<OpenClEp> open(const epprof_host_api* host, uint64_t alloc_limit, std::string* why) {
     std::unique_ptr<Device> device = Device::open(why);

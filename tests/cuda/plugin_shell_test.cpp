@@ -3,6 +3,7 @@
 // unset on a return.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -15,7 +16,7 @@ namespace {
 
 class NullEp {
  public:
-  static constexpr EpIdentity kIdentity{"null EP: ", "NullExecutionProvider", "EPPROF_NULL_MAX_ALLOC_BYTES"};
+  static constexpr EpIdentity kIdentity{"null", "NullExecutionProvider"};
   static std::unique_ptr<NullEp> open(const epprof_host_api*, uint64_t, std::string*) { return std::make_unique<NullEp>(); }
   OpSet ops() const { return kBasicOps; }
   bool prepare(const OpKernel&, std::string*) { return true; }
@@ -27,6 +28,21 @@ TEST(PluginShell, EntryRefusesANullOut) {
   const auto r = epprof::testing::take(plugin_entry<NullEp>(epprof_get_host_api(), EPPROF_EP_PLUGIN_ABI_VERSION, nullptr));
   EXPECT_EQ(r.code, EPPROF_INVALID_ARGUMENT);
   EXPECT_NE(r.message.find("null EP: entry: out is NULL"), std::string::npos) << r.message;
+}
+
+// The cap's variable is named for the EP's short name, and a value that is
+// no byte count refuses the EP rather than becoming no cap.
+TEST(PluginShell, AMistypedAllocationCapRefusesTheEpByItsVariable) {
+  EXPECT_EQ(alloc_limit_variable(NullEp::kIdentity), "EPPROF_NULL_MAX_ALLOC_BYTES");
+  EXPECT_EQ(alloc_limit_variable({"opencl", "OpenCLExecutionProvider"}), "EPPROF_OPENCL_MAX_ALLOC_BYTES");
+  setenv("EPPROF_NULL_MAX_ALLOC_BYTES", "12kb", 1);
+  epprof_ep_plugin* ep = reinterpret_cast<epprof_ep_plugin*>(0x1);
+  const auto r = epprof::testing::take(plugin_entry<NullEp>(epprof_get_host_api(), EPPROF_EP_PLUGIN_ABI_VERSION, &ep));
+  unsetenv("EPPROF_NULL_MAX_ALLOC_BYTES");
+  EXPECT_EQ(r.code, EPPROF_UNSUPPORTED);
+  EXPECT_EQ(r.message.rfind("null EP: ", 0), 0u) << r.message;
+  EXPECT_NE(r.message.find("EPPROF_NULL_MAX_ALLOC_BYTES"), std::string::npos) << r.message;
+  EXPECT_EQ(ep, nullptr);
 }
 
 TEST(PluginShell, EntryWithoutAHostLeavesOutNull) {
