@@ -41,8 +41,9 @@
 
 namespace epprof::ep_common {
 
-// What names a device EP to the shell: its short name, from which every EP
-// names its status prefix and its allocation cap alike, and its provider.
+// What names a device EP to the shell: a short name, from which the shell
+// derives the EP's status prefix and allocation-cap variable by one rule
+// for every EP, and its provider name.
 struct EpIdentity {
   const char* short_name;  // lower case, as in the plugin's file name: "my"
   const char* name;        // node events' provider: "MyExecutionProvider"

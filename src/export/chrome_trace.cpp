@@ -222,7 +222,7 @@ void ChromeTraceSink::device_event(const DeviceEventOut& e) {
   }
   write_exact_dur(e.dur_ns, first);
   w_.raw("}}");
-  if (!e.flow_id) return;
+  if (!e.flow_id || !a) return;
   common("Flow", "node_to_device", e.pid, a->host_tid, a->host_ts_ns);
   w_.raw(",\"ph\":\"s\",\"id\":");
   w_.u64(e.flow_id);

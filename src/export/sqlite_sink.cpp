@@ -94,7 +94,7 @@ void SqliteTraceSink::device_event(const DeviceEventOut& e) {
   row.args = args_.data();
   row.num_args = args_.size();
   db_->device_event(row);
-  if (!e.flow_id) return;
+  if (!e.flow_id || !a) return;
   db_->flow_start(e.pid, e.flow_id, "Flow", "node_to_device", a->host_tid, a->host_ts_ns);
   db_->flow_end(e.pid, e.flow_id, e.tid, e.ts_ns, "e");
 }

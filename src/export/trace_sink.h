@@ -71,7 +71,8 @@ struct DeviceEventOut {
   const std::vector<std::string>* values;
   const Attribution* attribution;  // nullptr when the event has no correlation id
   // Nonzero: the id of a flow from the host slice the event is attributed
-  // to (attribution's host_tid and host_ts_ns) to this one.
+  // to (attribution's host_tid and host_ts_ns) to this one; no flow is
+  // written without an attribution.
   uint64_t flow_id;
 };
 
