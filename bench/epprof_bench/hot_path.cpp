@@ -28,7 +28,6 @@ constexpr const char* kDisabledGuarded = "event_disabled_guarded";
 constexpr const char* kOrt = "event_ort_style";
 constexpr const char* kMemory = "memory_alloc_free";
 
-
 // The timed loop of the enabled-event benchmarks: begin + end of one NODE
 // event with no args on `p`, consecutive correlation ids.
 void time_begin_end(benchmark::State& state, epprof_profiler_t p) {
