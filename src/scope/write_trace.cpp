@@ -27,7 +27,6 @@ using exporter::MetaValue;
 
 std::atomic<const DeviceRecordSubscriber*> g_subscriber{nullptr};
 
-
 // Stages 2 to 4: every host event (merged by start from every stream and
 // spilled run) and every device event, with their attribution and flows,
 // written in the order ONNX Runtime writes events: by end time, a child
