@@ -5,7 +5,8 @@
 // The parts, one file each: hot_path.cpp (the event hot path and the
 // ONNX-Runtime-style event), export.cpp (export to JSON and SQLite, their
 // floors, the merge), children.cpp (what runs in a child process: resident
-// bytes per event, the 50M-event scope), main.cpp (flags, the table).
+// bytes per event, the 50M-event scope), main.cpp (flags, the table);
+// support.cpp defines what this header declares.
 #pragma once
 
 #include <benchmark/benchmark.h>
