@@ -245,7 +245,7 @@ EPPROF_API epprof_status* epprof_intern(const char* str, epprof_name_id* out) {
   if (!str) return null_argument(fn, "str");
   epprof_name_id id = epprof::core::intern(str);
   if (!id)
-    return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern: the string table is full");
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": the string table is full");
   *out = id;
   return nullptr;
   EPPROF_API_END
@@ -257,7 +257,7 @@ EPPROF_API epprof_status* epprof_intern_n(const char* str, size_t len, epprof_na
   if (!str && len) return null_argument(fn, "str");
   epprof_name_id id = epprof::core::intern(std::string_view(str ? str : "", len));
   if (!id)
-    return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_intern_n: the string table is full");
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": the string table is full");
   *out = id;
   return nullptr;
   EPPROF_API_END

@@ -133,7 +133,7 @@ EPPROF_API epprof_status* epprof_counter_device_name(size_t index, const char** 
   if (!out) return null_argument(fn, "out");
   const std::vector<std::string> names = device_names();
   if (index >= names.size())
-    return make_status(EPPROF_INVALID_ARGUMENT, "epprof_counter_device_name: index " + std::to_string(index) +
+    return make_status(EPPROF_INVALID_ARGUMENT, std::string(fn) + ": index " + std::to_string(index) +
                                                     " out of range (" + std::to_string(names.size()) +
                                                     " devices)");
   *out = find_device(names[index])->name.c_str();
@@ -344,7 +344,7 @@ EPPROF_API epprof_status* epprof_counting_context_destroy(epprof_counting_contex
   EPPROF_API_BEGIN
   Context* doomed = g_contexts.remove(context.handle);
   if (!doomed)
-    return make_status(EPPROF_NOT_FOUND, "epprof_counting_context_destroy: unknown or destroyed counting context handle");
+    return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed counting context handle");
   delete doomed;
   return nullptr;
   EPPROF_API_END

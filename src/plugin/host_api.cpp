@@ -29,18 +29,18 @@ epprof_status* event_create(epprof_category category, const char* name, int64_t 
   if (!out) return null_argument(fn, "out");
   if (!name) return null_argument(fn, "name");
   if (base::c_enum_value(category) >= EPPROF_CATEGORY_COUNT_)
-    return invalid("event_create: unknown category " + std::to_string(int32_t(base::c_enum_value(category))) +
+    return invalid(std::string(fn) + ": unknown category " + std::to_string(int32_t(base::c_enum_value(category))) +
                    " (valid: 0.." + std::to_string(EPPROF_CATEGORY_COUNT_ - 1) + ")");
   if (dur_ns < 0)
-    return invalid("event_create: negative duration " + std::to_string(dur_ns) + " ns for '" +
+    return invalid(std::string(fn) + ": negative duration " + std::to_string(dur_ns) + " ns for '" +
                    name + "'");
   if (num_args > 0 && (!keys || !values))
-    return invalid("event_create: arg_keys or arg_values is NULL with num_args = " +
+    return invalid(std::string(fn) + ": arg_keys or arg_values is NULL with num_args = " +
                    std::to_string(num_args));
   for (size_t i = 0; i < num_args; ++i) {
-    if (!keys[i]) return invalid("event_create: arg key " + std::to_string(i) + " is NULL");
+    if (!keys[i]) return invalid(std::string(fn) + ": arg key " + std::to_string(i) + " is NULL");
     if (!values[i])
-      return invalid("event_create: value of arg '" + std::string(keys[i]) + "' is NULL");
+      return invalid(std::string(fn) + ": value of arg '" + std::string(keys[i]) + "' is NULL");
   }
   auto e = std::make_unique<epprof_event>();
   e->header() = {category, pid, tid, ts_ns, dur_ns, correlation_id};
@@ -147,11 +147,11 @@ epprof_status* sink_append(epprof_event_sink* sink, const epprof_event* const* e
   EPPROF_API_BEGIN
   if (!sink) return null_argument(fn, "sink");
   if (n == 0) return nullptr;
-  if (!events) return invalid("sink_append: events is NULL with num_events = " + std::to_string(n));
+  if (!events) return invalid(std::string(fn) + ": events is NULL with num_events = " + std::to_string(n));
   // Validate the whole batch before appending any of it.
   for (size_t i = 0; i < n; ++i)
     if (!events[i])
-      return invalid("sink_append: event " + std::to_string(i) + " of " + std::to_string(n) +
+      return invalid(std::string(fn) + ": event " + std::to_string(i) + " of " + std::to_string(n) +
                      " is NULL; nothing was appended");
   sink->events.reserve(sink->events.size() + n);
   for (size_t i = 0; i < n; ++i) {

@@ -208,7 +208,7 @@ EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_p
   auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, nullptr, "<registered>");
   uint64_t h = epprof::plugin::plugin_table_add(loaded);
   if (!h) {
-    return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_plugin_register: 64 plugins are already loaded");
+    return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": 64 plugins are already loaded");
   }
   out->handle = h;
   return nullptr;
@@ -259,7 +259,7 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
   }
   auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, lib, path);
   uint64_t h = epprof::plugin::plugin_table_add(loaded);
-  if (!h) return make_status(EPPROF_RESOURCE_EXHAUSTED, "epprof_plugin_load: 64 plugins are already loaded");
+  if (!h) return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": 64 plugins are already loaded");
   out->handle = h;
   return nullptr;
   EPPROF_API_END
@@ -269,7 +269,7 @@ EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const c
   EPPROF_API_BEGIN
   if (!out) return epprof::base::null_argument(fn, "out");
   auto p = epprof::plugin::plugin_table_get(plugin.handle);
-  if (!p) return make_status(EPPROF_NOT_FOUND, "epprof_plugin_get_name: unknown or unloaded plugin handle");
+  if (!p) return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
   *out = p->name().c_str();
   return nullptr;
   EPPROF_API_END
@@ -279,9 +279,9 @@ EPPROF_API epprof_status* epprof_plugin_unload(epprof_plugin_t plugin) {
   EPPROF_API_BEGIN
   bool found = false;
   if (epprof::plugin::plugin_table_remove(plugin.handle, &found)) return nullptr;
-  if (!found) return make_status(EPPROF_NOT_FOUND, "epprof_plugin_unload: unknown or unloaded plugin handle");
+  if (!found) return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
   return make_status(EPPROF_FAILED_PRECONDITION,
-                     "epprof_plugin_unload: a profiler still uses this plugin; destroy it first");
+                     std::string(fn) + ": a profiler still uses this plugin; destroy it first");
   EPPROF_API_END
 }
 
