@@ -91,6 +91,10 @@ inline Context* context_get(uint64_t handle) noexcept { return g_contexts.find(h
   return base::status_from(code, [&] { return std::string(fn) + ": " + what; });
 }
 
+[[gnu::cold, gnu::noinline]] epprof_status* stale_context(const char* fn) noexcept {
+  return context_error(fn, EPPROF_NOT_FOUND, "unknown or destroyed counting context handle");
+}
+
 [[gnu::cold, gnu::noinline]] epprof_status* io_error(const char* fn, int err) noexcept {
   return base::status_from(EPPROF_IO_ERROR, [&] {
     return std::string(fn) + ": reading the counter group failed: " + strerrorname_np(err) + " (" +
@@ -343,8 +347,7 @@ EPPROF_API epprof_status* epprof_counting_context_create(epprof_counter_config_t
 EPPROF_API epprof_status* epprof_counting_context_destroy(epprof_counting_context_t context) {
   EPPROF_API_BEGIN
   Context* doomed = g_contexts.remove(context.handle);
-  if (!doomed)
-    return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or destroyed counting context handle");
+  if (!doomed) return stale_context(fn);
   delete doomed;
   return nullptr;
   EPPROF_API_END
@@ -353,7 +356,7 @@ EPPROF_API epprof_status* epprof_counting_context_destroy(epprof_counting_contex
 EPPROF_API epprof_status* epprof_counting_context_start(epprof_counting_context_t context, uint32_t pass) {
   const char* fn = "epprof_counting_context_start";
   Context* c = context_get(context.handle);
-  if (__builtin_expect(!c, 0)) return context_error(fn, EPPROF_NOT_FOUND, "unknown or destroyed counting context handle");
+  if (__builtin_expect(!c, 0)) return stale_context(fn);
   if (__builtin_expect(c->owner != this_thread_id(), 0))
     return context_error(fn, EPPROF_FAILED_PRECONDITION, "called off the thread that created the context");
   if (__builtin_expect(c->open, 0)) return context_error(fn, EPPROF_FAILED_PRECONDITION, "an interval is already open");
@@ -375,7 +378,7 @@ EPPROF_API epprof_status* epprof_counting_context_start(epprof_counting_context_
 EPPROF_API epprof_status* epprof_counting_context_stop(epprof_counting_context_t context) {
   const char* fn = "epprof_counting_context_stop";
   Context* c = context_get(context.handle);
-  if (__builtin_expect(!c, 0)) return context_error(fn, EPPROF_NOT_FOUND, "unknown or destroyed counting context handle");
+  if (__builtin_expect(!c, 0)) return stale_context(fn);
   if (__builtin_expect(c->owner != this_thread_id(), 0))
     return context_error(fn, EPPROF_FAILED_PRECONDITION, "called off the thread that created the context");
   if (__builtin_expect(!c->open, 0)) return context_error(fn, EPPROF_FAILED_PRECONDITION, "no interval is open");
@@ -395,7 +398,7 @@ EPPROF_API epprof_status* epprof_counting_context_read(epprof_counting_context_t
                                                        epprof_counter_value* values, size_t num_values) {
   const char* fn = "epprof_counting_context_read";
   Context* c = context_get(context.handle);
-  if (__builtin_expect(!c, 0)) return context_error(fn, EPPROF_NOT_FOUND, "unknown or destroyed counting context handle");
+  if (__builtin_expect(!c, 0)) return stale_context(fn);
   if (__builtin_expect(c->owner != this_thread_id(), 0))
     return context_error(fn, EPPROF_FAILED_PRECONDITION, "called off the thread that created the context");
   const Plan& plan = c->config->plan;

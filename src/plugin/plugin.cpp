@@ -190,6 +190,18 @@ uint64_t EpInstance::error_count() const {
   return n;
 }
 
+namespace {
+
+// The entry points' statuses for a full plugin table and a stale handle.
+epprof_status* table_full(const char* fn) {
+  return make_status(EPPROF_RESOURCE_EXHAUSTED,
+                     std::string(fn) + ": " + std::to_string(kMaxPlugins) + " plugins are already loaded");
+}
+epprof_status* stale_plugin(const char* fn) {
+  return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
+}
+
+}  // namespace
 }  // namespace epprof::plugin
 
 using epprof::base::make_status;
@@ -207,9 +219,7 @@ EPPROF_API epprof_status* epprof_plugin_register(epprof_plugin* plugin, epprof_p
                        problem);
   auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, nullptr, "<registered>");
   uint64_t h = epprof::plugin::plugin_table_add(loaded);
-  if (!h) {
-    return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": 64 plugins are already loaded");
-  }
+  if (!h) return epprof::plugin::table_full(fn);
   out->handle = h;
   return nullptr;
   EPPROF_API_END
@@ -259,7 +269,7 @@ EPPROF_API epprof_status* epprof_plugin_load(const char* path, epprof_plugin_t* 
   }
   auto loaded = std::make_shared<epprof::plugin::LoadedPlugin>(plugin, lib, path);
   uint64_t h = epprof::plugin::plugin_table_add(loaded);
-  if (!h) return make_status(EPPROF_RESOURCE_EXHAUSTED, std::string(fn) + ": 64 plugins are already loaded");
+  if (!h) return epprof::plugin::table_full(fn);
   out->handle = h;
   return nullptr;
   EPPROF_API_END
@@ -269,7 +279,7 @@ EPPROF_API epprof_status* epprof_plugin_get_name(epprof_plugin_t plugin, const c
   EPPROF_API_BEGIN
   if (!out) return epprof::base::null_argument(fn, "out");
   auto p = epprof::plugin::plugin_table_get(plugin.handle);
-  if (!p) return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
+  if (!p) return epprof::plugin::stale_plugin(fn);
   *out = p->name().c_str();
   return nullptr;
   EPPROF_API_END
@@ -279,7 +289,7 @@ EPPROF_API epprof_status* epprof_plugin_unload(epprof_plugin_t plugin) {
   EPPROF_API_BEGIN
   bool found = false;
   if (epprof::plugin::plugin_table_remove(plugin.handle, &found)) return nullptr;
-  if (!found) return make_status(EPPROF_NOT_FOUND, std::string(fn) + ": unknown or unloaded plugin handle");
+  if (!found) return epprof::plugin::stale_plugin(fn);
   return make_status(EPPROF_FAILED_PRECONDITION,
                      std::string(fn) + ": a profiler still uses this plugin; destroy it first");
   EPPROF_API_END
