@@ -135,23 +135,24 @@ TEST_F(ToolsCli, DiffOfATraceWithItselfIsZero) {
 }
 
 TEST_F(ToolsCli, DiffFlagsAnOpMadeSlower) {
-  // B: every MaxPool node takes 5 ms longer; nothing else changes.
+  // A: the recorded trace with every MaxPool node 100 us long, so that the
+  // op's runs do not vary (a run preempted inside a MaxPool on a loaded
+  // machine would otherwise make its noise, not the code, decide the
+  // verdict). B: every MaxPool node 5 ms longer; nothing else changes.
   json ev = load_json(dir_->file("a.json"));
-  for (json& e : ev)
-    if (e["cat"] == "Node" && e["args"]["op_name"] == "MaxPool") {
-      // From its exact length: an integer-us trace writes a slice under
-      // 1 us as 1 us with the exact length in "dur_ns" (which the 5 ms
-      // slower slice no longer needs; fractional "dur" says it).
-      double exact_us = e["dur"].get<double>();
-      if (e["args"].contains("dur_ns")) {
-        exact_us = std::stod(e["args"]["dur_ns"].get<std::string>()) / 1000.0;
-        e["args"].erase("dur_ns");
+  auto set_pools = [&](double dur_us) {
+    for (json& e : ev)
+      if (e["cat"] == "Node" && e["args"]["op_name"] == "MaxPool") {
+        e["args"].erase("dur_ns");  // the exact length of a slice under 1 us; fractional "dur" says it
+        e["dur"] = dur_us;
       }
-      e["dur"] = exact_us + 5000.0;
-    }
+  };
   TempDir dir;
+  set_pools(100.0);
+  save_json(dir.file("base.json"), ev);
+  set_pools(5100.0);
   save_json(dir.file("slow.json"), ev);
-  CmdResult r = run_cmd(cli() + " diff " + dir_->file("a.json") + " " + dir.file("slow.json") + " --format json");
+  CmdResult r = run_cmd(cli() + " diff " + dir.file("base.json") + " " + dir.file("slow.json") + " --format json");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json d = json::parse(r.out);
   ASSERT_FALSE(d["op"].empty());
@@ -167,7 +168,7 @@ TEST_F(ToolsCli, DiffFlagsAnOpMadeSlower) {
   EXPECT_EQ(top["significant"], true);
   for (size_t i = 1; i < d["op"].size(); ++i) EXPECT_EQ(d["op"][i]["delta_us"].get<double>(), 0.0);
   // Text output: sorted by absolute change, MaxPool first.
-  CmdResult t = run_cmd(cli() + " diff " + dir_->file("a.json") + " " + dir.file("slow.json") + " --by op");
+  CmdResult t = run_cmd(cli() + " diff " + dir.file("base.json") + " " + dir.file("slow.json") + " --by op");
   ASSERT_EQ(t.rc, 0) << t.out;
   EXPECT_LT(t.out.find("MaxPool"), t.out.find("Conv")) << t.out;
 }
