@@ -184,8 +184,37 @@ TEST(PluginLoad, ExamplePluginLoads) {
   EPPROF_ASSERT_OK(epprof_plugin_get_name(p, &name));
   EXPECT_STREQ(name, "example");
   EPPROF_ASSERT_OK(epprof_plugin_unload(p));
-  EXPECT_EQ(take(epprof_plugin_get_name(p, &name)).code, EPPROF_NOT_FOUND);
-  EXPECT_EQ(take(epprof_plugin_unload(p)).code, EPPROF_NOT_FOUND);
+  const auto stale_name = take(epprof_plugin_get_name(p, &name));
+  EXPECT_EQ(stale_name.code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(stale_name.message, "epprof_plugin_get_name: unknown or unloaded plugin handle");
+  const auto stale_unload = take(epprof_plugin_unload(p));
+  EXPECT_EQ(stale_unload.code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(stale_unload.message, "epprof_plugin_unload: unknown or unloaded plugin handle");
+}
+
+// The table holds 64 plugins; the next registration is refused, naming the
+// limit, and a freed slot takes a plugin again.
+TEST(PluginLoad, AFullTableRefusesTheNextPluginNamingTheLimit) {
+  FakePlugin* pl = new_fake_plugin();
+  std::vector<epprof_plugin_t> held;
+  epprof::testing::StatusResult refused{};
+  for (int i = 0; i < 65; ++i) {
+    epprof_plugin_t h;
+    refused = take(epprof_plugin_register(&pl->base, &h));
+    if (refused.code != EPPROF_OK) break;
+    held.push_back(h);
+  }
+  EXPECT_LE(held.size(), 64u);
+  EXPECT_EQ(refused.code, EPPROF_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.message, "epprof_plugin_register: 64 plugins are already loaded");
+  ASSERT_FALSE(held.empty());
+  EPPROF_EXPECT_OK(epprof_plugin_unload(held.back()));
+  held.pop_back();
+  epprof_plugin_t again;
+  EPPROF_EXPECT_OK(epprof_plugin_register(&pl->base, &again));
+  held.push_back(again);
+  for (epprof_plugin_t h : held) EPPROF_EXPECT_OK(epprof_plugin_unload(h));
+  delete pl;
 }
 
 TEST(PluginLoad, NewerAbiIsRefusedNamingBothVersions) {

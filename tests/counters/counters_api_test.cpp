@@ -581,8 +581,12 @@ TEST(CountingContext, ErrorCases) {
   const epprof_counting_context_t stale = ctx.handle;
   ASSERT_OK(epprof_counting_context_destroy(ctx.handle));
   ctx.handle.handle = 0;
-  EXPECT_EQ(take(epprof_counting_context_destroy(stale)).code, EPPROF_NOT_FOUND);
-  EXPECT_EQ(take(epprof_counting_context_start(stale, 0)).code, EPPROF_NOT_FOUND);
+  const auto destroyed = take(epprof_counting_context_destroy(stale));
+  EXPECT_EQ(destroyed.code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(destroyed.message, "epprof_counting_context_destroy: unknown or destroyed counting context handle");
+  const auto started = take(epprof_counting_context_start(stale, 0));
+  EXPECT_EQ(started.code, EPPROF_NOT_FOUND);
+  EXPECT_EQ(started.message, "epprof_counting_context_start: unknown or destroyed counting context handle");
   EXPECT_EQ(take(epprof_counting_context_stop(stale)).code, EPPROF_NOT_FOUND);
   EXPECT_EQ(take(epprof_counting_context_read(stale, nullptr, v, 2)).code, EPPROF_NOT_FOUND);
   EXPECT_EQ(take(epprof_counting_context_start(epprof_counting_context_t{0}, 0)).code, EPPROF_NOT_FOUND);
