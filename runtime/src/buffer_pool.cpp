@@ -8,8 +8,85 @@
 
 #include "memory_hooks.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define EPPROF_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define EPPROF_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define EPPROF_POISON(p, n) ((void)(p), (void)(n))
+#define EPPROF_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace epprof::rt::memory {
 namespace {
+
+// The calling thread's idle small buffers: a free list per size (a
+// multiple of 64 under kMinPooledBytes), linked through each buffer's
+// first word, until they total kMaxIdleSmallBytes. Under AddressSanitizer
+// an idle buffer is poisoned, so a kernel that touches a tensor it freed
+// is caught as it would be without the cache.
+class SmallCache {
+ public:
+  SmallCache() = default;
+  SmallCache(const SmallCache&) = delete;
+  SmallCache& operator=(const SmallCache&) = delete;
+  ~SmallCache() { trim(); }
+
+  void* take(size_t bytes) noexcept {
+    void*& head = heads_[bytes / 64];
+    void* p = head;
+    if (!p) return nullptr;
+    EPPROF_UNPOISON(p, bytes);
+    head = *static_cast<void**>(p);
+    idle_ -= bytes;
+    return p;
+  }
+  // Keeps `p` unless the cache is full.
+  bool keep(void* p, size_t bytes) noexcept {
+    if (idle_ + bytes > kMaxIdleSmallBytes) return false;
+    void*& head = heads_[bytes / 64];
+    *static_cast<void**>(p) = head;
+    head = p;
+    idle_ += bytes;
+    EPPROF_POISON(p, bytes);
+    return true;
+  }
+  void trim() noexcept {
+    for (size_t c = 0; c < kClasses; ++c)
+      while (void* p = take(c * 64)) std::free(p);
+  }
+  size_t idle_bytes() const noexcept { return idle_; }
+
+ private:
+  static constexpr size_t kClasses = kMinPooledBytes / 64;
+  void* heads_[kClasses] = {};
+  size_t idle_ = 0;
+};
+
+// The thread's cache, made on its first small buffer and emptied when the
+// thread exits; null after that (a buffer freed by a later thread-exit
+// destructor goes straight to free) or when there was no memory for it.
+// Both pointers are trivially destructible, so reading them stays valid
+// until the thread is gone.
+thread_local SmallCache* t_small = nullptr;
+thread_local bool t_small_gone = false;
+
+struct SmallCacheReaper {
+  ~SmallCacheReaper() {
+    delete t_small;
+    t_small = nullptr;
+    t_small_gone = true;
+  }
+};
+
+SmallCache* small_cache() noexcept {
+  if (__builtin_expect(t_small != nullptr, 1)) return t_small;
+  if (t_small_gone) return nullptr;
+  thread_local SmallCacheReaper reaper;  // constructed here, once: frees the cache at thread exit
+  (void)reaper;
+  t_small = new (std::nothrow) SmallCache;
+  return t_small;
+}
 
 // A buffer taken from the system, idle or in use, and the profilers that
 // heard of it (for when it goes back).
@@ -47,7 +124,10 @@ Owners forget_chunk_locked(Pool& pl, const void* p) {
 }  // namespace
 
 void* acquire_buffer(size_t bytes) noexcept {
-  if (bytes >= kMinPooledBytes) {
+  if (bytes < kMinPooledBytes) {
+    if (SmallCache* c = small_cache())
+      if (void* p = c->take(bytes)) return p;
+  } else {
     Pool& pl = pool();
     std::lock_guard<std::mutex> lock(pl.mu);
     auto it = pl.idle.find(bytes);
@@ -74,7 +154,10 @@ void* acquire_buffer(size_t bytes) noexcept {
 
 void release_buffer(void* p, size_t bytes) noexcept {
   if (!p) return;
-  if (bytes >= kMinPooledBytes) {
+  if (bytes < kMinPooledBytes) {
+    SmallCache* c = small_cache();
+    if (c && c->keep(p, bytes)) return;
+  } else {
     Owners heard;
     {
       Pool& pl = pool();
@@ -118,6 +201,7 @@ void forget_pool_listener(epprof_profiler_t profiler) noexcept {
 }
 
 void trim_buffer_pool() noexcept {
+  if (t_small) t_small->trim();
   std::vector<std::pair<void*, Owners>> freed;
   {
     Pool& pl = pool();
@@ -139,6 +223,8 @@ void trim_buffer_pool() noexcept {
     std::free(p);
   }
 }
+
+size_t idle_small_bytes() noexcept { return t_small ? t_small->idle_bytes() : 0; }
 
 size_t idle_buffer_bytes() noexcept {
   Pool& pl = pool();

@@ -7,8 +7,13 @@
 // ONNX Runtime avoids it with its arena; this is the runtime's equivalent,
 // kept simple: buffers of kMinPooledBytes or more go, when freed, to a free
 // list of their exact size, until the idle ones total kMaxIdleBytes; an
-// allocation of that size takes one back. Smaller buffers stay with malloc,
-// whose thread caches serve them well.
+// allocation of that size takes one back. Smaller buffers go to a free list
+// of their size on the thread that frees them, until that thread's idle
+// ones total kMaxIdleSmallBytes: glibc's malloc has no thread cache for
+// 64-byte-aligned blocks, so each one took its arena's lock and split and
+// merged chunks, a cost that varied with the heap's layout (on the Silero
+// VAD, a tenth of a run, and a few percent more in one session than in
+// another of the same model).
 //
 // Memory profiling sees both levels, as in ONNX Runtime's profiles: a
 // buffer the pool takes from the system is an arena chunk (held), reported
@@ -27,6 +32,7 @@ namespace epprof::rt::memory {
 
 constexpr size_t kMinPooledBytes = size_t(64) << 10;
 constexpr size_t kMaxIdleBytes = size_t(256) << 20;
+constexpr size_t kMaxIdleSmallBytes = size_t(4) << 20;  // per thread
 
 // `bytes` (a multiple of 64), 64-byte aligned, contents unspecified; null
 // when the system has no memory.
@@ -42,11 +48,15 @@ void report_pool_chunks(const Listener& l) noexcept;
 // listeners (Owners::kMax) goes to the next ones.
 void forget_pool_listener(epprof_profiler_t profiler) noexcept;
 
-// Gives every idle buffer back to the system (tests start from an empty
-// pool with it; a host may call it to return memory between workloads).
+// Gives every idle large buffer, and the calling thread's idle small ones,
+// back to the system (tests start from an empty pool with it; a host may
+// call it to return memory between workloads). Other threads' small
+// buffers go back when those threads exit.
 void trim_buffer_pool() noexcept;
 
-// Idle bytes the pool holds now (for tests).
+// Idle bytes the pool holds now in large buffers (for tests).
 size_t idle_buffer_bytes() noexcept;
+// Idle bytes the calling thread holds in small buffers (for tests).
+size_t idle_small_bytes() noexcept;
 
 }  // namespace epprof::rt::memory

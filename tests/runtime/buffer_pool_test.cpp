@@ -1,5 +1,6 @@
 // The runtime's tensor buffer pool (src/buffer_pool.h): large buffers come
-// back for reuse, small ones and the excess go to malloc, and a model run
+// back for reuse from a shared pool, small ones from the freeing thread's
+// cache, the excess of either goes to malloc, and a model run
 // again and again does not page its activations in again every run, even
 // when glibc would trim every freed byte off the heap.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "buffer_pool.h"
@@ -38,12 +40,12 @@ TEST(BufferPool, ALargeBufferIsReusedAtItsSize) {
   memory::release_buffer(other, big + 64);
 }
 
-TEST(BufferPool, SmallBuffersAndTheExcessGoBackToMalloc) {
+TEST(BufferPool, TheExcessGoesBackToMalloc) {
   memory::trim_buffer_pool();
   const size_t idle = memory::idle_buffer_bytes();
   void* small = memory::acquire_buffer(memory::kMinPooledBytes - 64);
   memory::release_buffer(small, memory::kMinPooledBytes - 64);
-  EXPECT_EQ(memory::idle_buffer_bytes(), idle);
+  EXPECT_EQ(memory::idle_buffer_bytes(), idle);  // small buffers are not the shared pool's
   // More than the cap, released at once: the pool keeps at most the cap.
   const size_t chunk = size_t(32) << 20;
   std::vector<void*> held;
@@ -54,6 +56,57 @@ TEST(BufferPool, SmallBuffersAndTheExcessGoBackToMalloc) {
   memory::trim_buffer_pool();
   EXPECT_EQ(memory::idle_buffer_bytes(), 0u);
 }
+
+TEST(BufferPool, ASmallBufferIsReusedAtItsSizeOnTheThreadThatFreedIt) {
+  memory::trim_buffer_pool();
+  EXPECT_EQ(memory::idle_small_bytes(), 0u);
+  const size_t small = 64 * 13;
+  void* a = memory::acquire_buffer(small);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  memory::release_buffer(a, small);
+  EXPECT_EQ(memory::idle_small_bytes(), small);
+  void* other = memory::acquire_buffer(small + 64);  // another size: not this one
+  EXPECT_NE(other, a);
+  void* b = memory::acquire_buffer(small);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(memory::idle_small_bytes(), 0u);
+  // Freed on another thread, it is that thread's to reuse, not this one's.
+  std::thread([&] {
+    memory::release_buffer(b, small);
+    EXPECT_EQ(memory::idle_small_bytes(), small);
+    EXPECT_EQ(memory::acquire_buffer(small), b);
+    memory::release_buffer(b, small);  // the thread's exit frees it
+  }).join();
+  EXPECT_EQ(memory::idle_small_bytes(), 0u);
+  memory::release_buffer(other, small + 64);
+  EXPECT_EQ(memory::idle_small_bytes(), small + 64);
+  memory::trim_buffer_pool();
+  EXPECT_EQ(memory::idle_small_bytes(), 0u);
+}
+
+TEST(BufferPool, AThreadKeepsAtMostItsCapOfSmallBuffers) {
+  memory::trim_buffer_pool();
+  const size_t small = memory::kMinPooledBytes - 64;
+  std::vector<void*> held;
+  for (size_t total = 0; total <= memory::kMaxIdleSmallBytes; total += small)
+    held.push_back(memory::acquire_buffer(small));
+  for (void* p : held) memory::release_buffer(p, small);
+  EXPECT_LE(memory::idle_small_bytes(), memory::kMaxIdleSmallBytes);
+  EXPECT_GT(memory::idle_small_bytes(), memory::kMaxIdleSmallBytes - small);
+  memory::trim_buffer_pool();
+  EXPECT_EQ(memory::idle_small_bytes(), 0u);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// An idle buffer is poisoned: a kernel writing to a tensor it already freed
+// is caught as it would be without the cache.
+TEST(BufferPoolDeathTest, TouchingAnIdleSmallBufferIsCaughtByAddressSanitizer) {
+  void* p = memory::acquire_buffer(256);
+  memory::release_buffer(p, 256);
+  EXPECT_DEATH(static_cast<volatile char*>(p)[100] = 1, "use-after-poison");
+}
+#endif
 
 long minor_faults() {
   rusage u{};
