@@ -71,16 +71,24 @@ class TimedObserver final : public RunObserver {
     run_ = Run{};
     const uint64_t t = __rdtsc();
     inner_->run_begin(i);
-    run_ticks_ += __rdtsc() - t;
+    run_.run_ticks = __rdtsc() - t;
   }
   void run_end(const RunInfo& i) override {
     const uint64_t t = __rdtsc();
     inner_->run_end(i);
-    run_ticks_ += __rdtsc() - t;
+    run_.run_ticks += __rdtsc() - t;
+    run_ticks_ += run_.run_ticks;
     if (run_.calls) per_run_.push_back(run_);
   }
   // Ticks in run_begin + run_end per run, on average.
   double run_hook_ticks() const { return per_run_.empty() ? 0 : double(run_ticks_) / double(per_run_.size()); }
+  // The same in the median run.
+  double median_run_hook_ticks() const {
+    std::vector<uint64_t> v;
+    for (const auto& r : per_run_) v.push_back(r.run_ticks);
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : double(v[v.size() / 2]);
+  }
   void node_begin(const NodeInfo& i) override {
     uint64_t t = __rdtsc();
     inner_->node_begin(i);
@@ -101,7 +109,8 @@ class TimedObserver final : public RunObserver {
 
  private:
   struct Run {
-    uint64_t ticks = 0, calls = 0;
+    uint64_t ticks = 0, calls = 0;  // in the node hooks
+    uint64_t run_ticks = 0;         // in run_begin and run_end
   };
   RunObserver* inner_;
   Run run_;
@@ -149,6 +158,15 @@ struct Row {
   size_t nodes;  // node executions per run, subgraph nodes included
   double off_ms, on_ms, ratio, floor_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
   double floor_hook_ns_per_node;  // the floor observer's hooks, timed as the profiler's are
+  // In run_begin + run_end, per run (median), beyond empty hooks: the
+  // profiler's and the floor observer's.
+  double run_hook_ns, floor_run_hook_ns;
+  // What the hooks cost a run, timed inside them, as a share of the run
+  // without profiling: run hooks + execs x node hooks.
+  double in_hook_pct() const { return (run_hook_ns + double(nodes) * hook_ns_per_node) / (off_ms * 1e6) * 100; }
+  double floor_in_hook_pct() const {
+    return (floor_run_hook_ns + double(nodes) * floor_hook_ns_per_node) / (off_ms * 1e6) * 100;
+  }
   double pct_target;
   int runs = 0;
 };
@@ -270,6 +288,8 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   r.hook_ns_per_node = (timed.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
   r.hook_mean_ns_per_node = (timed.mean_ticks_per_node() - timed_null.mean_ticks_per_node()) * tick_ns;
   r.floor_hook_ns_per_node = (timed_floor.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
+  r.run_hook_ns = (timed.median_run_hook_ticks() - timed_null.median_run_hook_ticks()) * tick_ns;
+  r.floor_run_hook_ns = (timed_floor.median_run_hook_ticks() - timed_null.median_run_hook_ticks()) * tick_ns;
   r.pct_target = ep ? 5.0 : name == "mlp" ? 10.0 : name.rfind("relu_chain", 0) == 0 ? 0 : 3.0;
   r.runs = runs;
   return r;
@@ -346,8 +366,9 @@ int main(int argc, char** argv) {
               runs, epprof::rt::blas_kernels().c_str(), ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)",
               g_memory ? ", memory tracking on (--memory)" : "");
-  std::printf("%-20s %5s %10s %10s %8s %8s %8s %12s %12s %12s %12s %8s\n", "model", "execs", "off ms", "on ms",
-              "ratio", "floor", "target", "e2e ns/node", "hooks ns/node", "floor hooks", "hooks mean", "result");
+  std::printf("%-20s %5s %10s %10s %8s %8s %8s %12s %12s %12s %12s %10s %9s %9s %8s\n", "model", "execs", "off ms",
+              "on ms", "ratio", "floor", "target", "e2e ns/node", "hooks ns/node", "floor hooks", "hooks mean",
+              "run hooks", "in hooks", "floor in", "result");
   bool ok = true;
   std::string real_runs;  // "id N, ..." for the note under the table
   for (const ModelRef& model : models) {
@@ -358,16 +379,18 @@ int main(int argc, char** argv) {
       Row r = measure(model, runs, real_max_runs, tick_ns, ep, ep_profiler, event_blocks);
       if (model.real) real_runs += (real_runs.empty() ? "" : ", ") + name + " " + std::to_string(r.runs);
       if (r.pct_target == 0) {  // diagnostic row: no target
-        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8s %12.0f %12.1f %12.1f %12.1f %8s\n", r.model.c_str(),
-                    r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, "-", r.e2e_ns_per_node, r.hook_ns_per_node,
-                    r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, "-");
+        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% %8.2f%% %8s\n",
+                    r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, "-", r.e2e_ns_per_node,
+                    r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns,
+                    r.in_hook_pct(), r.floor_in_hook_pct(), "-");
         continue;
       }
       // Device tracing is judged on the per-run ratio alone; the CPU EP also on the in-hook cost.
       const bool pass = (r.ratio - 1) * 100 <= r.pct_target && (ep || r.hook_ns_per_node <= 100);
-      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %7.0f%% %12.0f %12.1f %12.1f %12.1f %8s\n",
+      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %7.0f%% %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% %8.2f%% %8s\n",
                   r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.pct_target, r.e2e_ns_per_node,
-                  r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, pass ? "PASS" : "MISS");
+                  r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns, r.in_hook_pct(),
+                  r.floor_in_hook_pct(), pass ? "PASS" : "MISS");
     } catch (const std::exception& e) {
       std::printf("%-20s not run: %s\n", name.c_str(), e.what());
       ok = false;
@@ -387,6 +410,12 @@ int main(int argc, char** argv) {
                 "floor: on/off of the least any per-node timeline costs (two TSC reads and a 16-byte store per\n"
                 "node execution and per run), in the same interleaved runs; floor hooks: that observer's in-hook cost,\n"
                 "timed as the profiler's (after kernels that evict the caches, both miss them on first touch)\n"
+                "run hooks: ns in run_begin + run_end per run (median run), beyond empty hooks: the profiler's\n"
+                "model_run and executor events and its event block's opening and closing\n"
+                "in hooks, floor in: what the hooks cost a run, timed inside them (run hooks + execs x hooks\n"
+                "ns/node), as a share of the off run: the profiler's and the floor observer's; what ratio - 1\n"
+                "shows beyond it was spent outside the hooks (the kernels after them, on caches they disturbed),\n"
+                "or is noise\n"
                 "relu_chain: 200 Relu nodes on [1,64], no target: the hooks' cost with warm caches, for diagnosis\n"
                 "relu_chain_cold: 50 Relu nodes on [1,262144] (1 MiB tensors), no target: the hooks' cost after\n"
                 "kernels that evict the caches, as on the real models, for diagnosis\n");
