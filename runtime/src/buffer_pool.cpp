@@ -121,9 +121,15 @@ Owners forget_chunk_locked(Pool& pl, const void* p) {
   return heard;
 }
 
+// Sizes are whole multiples of 64: what aligned_alloc requires, and what
+// the free lists are by, so a buffer taken from one is never smaller than
+// the size asked for.
+size_t whole_lines(size_t bytes) noexcept { return (bytes + 63) & ~size_t(63); }
+
 }  // namespace
 
 void* acquire_buffer(size_t bytes) noexcept {
+  bytes = whole_lines(bytes);
   if (bytes < kMinPooledBytes) {
     if (SmallCache* c = small_cache())
       if (void* p = c->take(bytes)) return p;
@@ -154,6 +160,7 @@ void* acquire_buffer(size_t bytes) noexcept {
 
 void release_buffer(void* p, size_t bytes) noexcept {
   if (!p) return;
+  bytes = whole_lines(bytes);
   if (bytes < kMinPooledBytes) {
     SmallCache* c = small_cache();
     if (c && c->keep(p, bytes)) return;

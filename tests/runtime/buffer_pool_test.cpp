@@ -85,6 +85,24 @@ TEST(BufferPool, ASmallBufferIsReusedAtItsSizeOnTheThreadThatFreedIt) {
   EXPECT_EQ(memory::idle_small_bytes(), 0u);
 }
 
+// A size that is not a multiple of 64 is rounded up to one, on the way in
+// and on the way back: the buffer is then reused for that whole size, which
+// it holds, and for no larger one.
+TEST(BufferPool, ASizeIsRoundedUpToWholeCacheLines) {
+  memory::trim_buffer_pool();
+  void* odd = memory::acquire_buffer(100);
+  ASSERT_NE(odd, nullptr);
+  memory::release_buffer(odd, 100);
+  EXPECT_EQ(memory::idle_small_bytes(), 128u);
+  void* larger = memory::acquire_buffer(129);
+  EXPECT_NE(larger, odd);
+  void* same = memory::acquire_buffer(128);
+  EXPECT_EQ(same, odd);
+  memory::release_buffer(same, 128);
+  memory::release_buffer(larger, 129);
+  memory::trim_buffer_pool();
+}
+
 TEST(BufferPool, AThreadKeepsAtMostItsCapOfSmallBuffers) {
   memory::trim_buffer_pool();
   const size_t small = memory::kMinPooledBytes - 64;
