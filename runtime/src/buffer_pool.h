@@ -12,8 +12,7 @@
 // ones total kMaxIdleSmallBytes: glibc's malloc has no thread cache for
 // 64-byte-aligned blocks, so each one took its arena's lock and split and
 // merged chunks, a cost that varied with the heap's layout (on the Silero
-// VAD, a tenth of a run, and a few percent more in one session than in
-// another of the same model).
+// VAD, about a tenth of a run's time).
 //
 // Memory profiling sees both levels, as in ONNX Runtime's profiles: a
 // buffer the pool takes from the system is an arena chunk (held), reported
