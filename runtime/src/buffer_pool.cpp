@@ -121,10 +121,11 @@ Owners forget_chunk_locked(Pool& pl, const void* p) {
   return heard;
 }
 
-// Sizes are whole multiples of 64: what aligned_alloc requires, and what
-// the free lists are by, so a buffer taken from one is never smaller than
-// the size asked for.
-size_t whole_lines(size_t bytes) noexcept { return (bytes + 63) & ~size_t(63); }
+// Sizes are whole multiples of 64, at least one: what aligned_alloc
+// requires, and what the free lists are by, so a buffer taken from one is
+// never smaller than the size asked for; and never 0, which a thread's cap
+// on its idle bytes would not count.
+size_t whole_lines(size_t bytes) noexcept { return bytes ? (bytes + 63) & ~size_t(63) : 64; }
 
 }  // namespace
 

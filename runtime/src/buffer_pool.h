@@ -33,8 +33,8 @@ constexpr size_t kMinPooledBytes = size_t(64) << 10;
 constexpr size_t kMaxIdleBytes = size_t(256) << 20;
 constexpr size_t kMaxIdleSmallBytes = size_t(4) << 20;  // per thread
 
-// `bytes` rounded up to a multiple of 64, 64-byte aligned, contents
-// unspecified; null when the system has no memory.
+// `bytes` rounded up to a multiple of 64 (64 for 0), 64-byte aligned,
+// contents unspecified; null when the system has no memory.
 void* acquire_buffer(size_t bytes) noexcept;
 // Gives back a buffer acquire_buffer returned for the same `bytes`.
 void release_buffer(void* p, size_t bytes) noexcept;

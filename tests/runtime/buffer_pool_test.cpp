@@ -85,9 +85,9 @@ TEST(BufferPool, ASmallBufferIsReusedAtItsSizeOnTheThreadThatFreedIt) {
   EXPECT_EQ(memory::idle_small_bytes(), 0u);
 }
 
-// A size that is not a multiple of 64 is rounded up to one, on the way in
-// and on the way back: the buffer is then reused for that whole size, which
-// it holds, and for no larger one.
+// A size that is not a multiple of 64 is rounded up to one (0 to 64), on
+// the way in and on the way back: the buffer is then reused for that whole
+// size, which it holds, and for no larger one.
 TEST(BufferPool, ASizeIsRoundedUpToWholeCacheLines) {
   memory::trim_buffer_pool();
   void* odd = memory::acquire_buffer(100);
@@ -100,6 +100,14 @@ TEST(BufferPool, ASizeIsRoundedUpToWholeCacheLines) {
   EXPECT_EQ(same, odd);
   memory::release_buffer(same, 128);
   memory::release_buffer(larger, 129);
+  memory::trim_buffer_pool();
+  // 0 bytes is one line, counted against the thread's cap like any other.
+  void* none = memory::acquire_buffer(0);
+  ASSERT_NE(none, nullptr);
+  memory::release_buffer(none, 0);
+  EXPECT_EQ(memory::idle_small_bytes(), 64u);
+  EXPECT_EQ(memory::acquire_buffer(64), none);
+  memory::release_buffer(none, 64);
   memory::trim_buffer_pool();
 }
 
