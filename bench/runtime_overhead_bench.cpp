@@ -1,8 +1,10 @@
 // epprof_runtime_bench: what profiling costs the reference runtime on the
 // bundled models (issue 3) and, with --real-models, on the real models of the
-// model cache (scripts/fetch_models.sh). Each model runs in two sessions in one process,
-// profiling off and on (session-level profiling, ONNX Runtime's events and
-// args), with the runs interleaved so both see the same machine state.
+// model cache (scripts/fetch_models.sh). Each model runs in sessions of one
+// process, profiling off and on (session-level profiling, ONNX Runtime's
+// events and args), with the floor observer (floor_observer.h) and with an
+// observer whose hooks do nothing, the runs interleaved so all see the same
+// machine state.
 //
 // Two measures of the per-node cost:
 //  - end to end: (median run with profiling - median run without) / nodes.
@@ -185,7 +187,7 @@ std::string range(const Spread& s) {
 struct Row {
   std::string model;
   size_t nodes;  // node executions per run, subgraph nodes included
-  double off_ms, on_ms, ratio, floor_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
+  double off_ms, on_ms, ratio, floor_ratio, empty_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
   double floor_hook_ns_per_node;  // the floor observer's hooks, timed as the profiler's are
   // In run_begin + run_end, per run (median), beyond empty hooks: the
   // profiler's and the floor observer's.
@@ -226,39 +228,43 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   // Phase 1, the ratio: `off` against `on`, profiled as `epprof run`
-  // profiles, and against `floor` (FloorObserver), their runs interleaved.
+  // profiles, against `floor` (FloorObserver) and against `empty` (an
+  // observer whose hooks do nothing), their runs interleaved.
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
   po.event_blocks = event_blocks;
   po.memory = g_memory;
   if (ep) po.plugins.push_back(ep_profiler);
-  std::vector<double> t_off, t_on, t_floor;
+  std::vector<double> t_off, t_on, t_floor, t_empty;
   std::map<std::string, Tensor> inputs;
   epprof_trace_stats stats{};
   {
     ProfilingObserver profiler(po);
     FloorObserver floor_observer;
-    SessionOptions on_opts = plain, floor_opts = plain;
+    NullObserver empty_observer;
+    SessionOptions on_opts = plain, floor_opts = plain, empty_opts = plain;
     on_opts.observer = &profiler;
     floor_opts.observer = &floor_observer;
-    Session off = open_model(model, plain), on = open_model(model, on_opts), floor = open_model(model, floor_opts);
+    empty_opts.observer = &empty_observer;
+    Session off = open_model(model, plain), on = open_model(model, on_opts), floor = open_model(model, floor_opts),
+            empty = open_model(model, empty_opts);
+    Session* const sessions[4] = {&off, &on, &floor, &empty};
+    std::vector<double>* const times[4] = {&t_off, &t_on, &t_floor, &t_empty};
     inputs = model.inputs.empty() ? random_inputs(off) : model.inputs;
     const auto warm0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 5; ++i) {
-      off.run(inputs);
-      on.run(inputs);
-      floor.run(inputs);
-    }
+    for (int i = 0; i < 5; ++i)
+      for (Session* s : sessions) s->run(inputs);
     if (model.real) {
       const double per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() / 5;
       runs = std::max(20, std::min(real_max_runs, int(real_budget_s / 2 / per_round)));
     }
     for (int i = 0; i < runs; ++i) {
       // Rotate which goes first, so none always runs on a warmer cache.
-      Session* order[3] = {&off, &on, &floor};
-      std::rotate(order, order + i % 3, order + 3);
-      for (Session* s : order) (s == &off ? t_off : s == &on ? t_on : t_floor).push_back(run_ms(*s, inputs));
+      for (int k = 0; k < 4; ++k) {
+        const int which = (i + k) % 4;
+        times[which]->push_back(run_ms(*sessions[which], inputs));
+      }
     }
     stats = profiler.finish();
   }
@@ -317,6 +323,7 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   r.on_ms = median(t_on);
   r.ratio = r.on_ms / r.off_ms;
   r.floor_ratio = median(t_floor) / r.off_ms;
+  r.empty_ratio = median(t_empty) / r.off_ms;
   r.quarters = quarter_spread(t_on, t_off);
   r.floor_quarters = quarter_spread(t_floor, t_off);
   r.e2e_ns_per_node = (r.on_ms - r.off_ms) * 1e6 / double(r.nodes);
@@ -401,8 +408,8 @@ int main(int argc, char** argv) {
               runs, epprof::rt::blas_kernels().c_str(), ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)",
               g_memory ? ", memory tracking on (--memory)" : "");
-  std::printf("%-20s %5s %10s %10s %8s %8s %14s %14s %8s %12s %12s %12s %12s %10s %9s %9s %8s\n", "model", "execs",
-              "off ms", "on ms", "ratio", "floor", "quarters", "floor quarters", "target", "e2e ns/node",
+  std::printf("%-20s %5s %10s %10s %8s %8s %8s %14s %14s %8s %12s %12s %12s %12s %10s %9s %9s %8s\n", "model", "execs",
+              "off ms", "on ms", "ratio", "floor", "empty", "quarters", "floor quarters", "target", "e2e ns/node",
               "hooks ns/node", "floor hooks", "hooks mean", "run hooks", "in hooks", "floor in", "result");
   bool ok = true;
   std::string real_runs;  // "id N, ..." for the note under the table
@@ -414,8 +421,8 @@ int main(int argc, char** argv) {
       Row r = measure(model, runs, real_max_runs, tick_ns, ep, ep_profiler, event_blocks);
       if (model.real) real_runs += (real_runs.empty() ? "" : ", ") + name + " " + std::to_string(r.runs);
       if (r.pct_target == 0) {  // diagnostic row: no target
-        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% %8.2f%% %8s\n",
-                    r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, range(r.quarters).c_str(),
+        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% %8.2f%% %8s\n",
+                    r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio, range(r.quarters).c_str(),
                     range(r.floor_quarters).c_str(), "-", r.e2e_ns_per_node,
                     r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns,
                     r.in_hook_pct(), r.floor_in_hook_pct(), "-");
@@ -425,9 +432,9 @@ int main(int argc, char** argv) {
       const bool pass = (r.ratio - 1) * 100 <= r.pct_target && (ep || r.hook_ns_per_node <= 100);
       // MISS*: the floor observer's own ratio is over the target in this run.
       const bool floor_over = (r.floor_ratio - 1) * 100 > r.pct_target;
-      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %14s %14s %7.0f%% %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% "
+      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %7.0f%% %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% "
                   "%8.2f%% %8s\n",
-                  r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, range(r.quarters).c_str(),
+                  r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio, range(r.quarters).c_str(),
                   range(r.floor_quarters).c_str(), r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
                   r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns, r.in_hook_pct(),
                   r.floor_in_hook_pct(), pass ? "PASS" : floor_over ? "MISS*" : "MISS");
@@ -450,6 +457,8 @@ int main(int argc, char** argv) {
                 "floor: on/off of the least any per-node timeline costs (two TSC reads and a 16-byte store per\n"
                 "node execution and per run), in the same interleaved runs; floor hooks: that observer's in-hook cost,\n"
                 "timed as the profiler's (after kernels that evict the caches, both miss them on first touch)\n"
+                "empty: on/off of an observer whose hooks do nothing, in the same interleaved runs: what the\n"
+                "runtime's own calls to an observer cost (floor - empty: the floor's clock reads and stores)\n"
                 "quarters, floor quarters: the least and greatest ratio over the four quarters of the interleaved\n"
                 "runs, the profiler's and the floor's: how far the median moves within this one run\n"
                 "MISS*: the floor's own ratio is over the target in this run: no per-node timeline met it here\n"
