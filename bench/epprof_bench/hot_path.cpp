@@ -27,6 +27,7 @@ constexpr const char* kDisabled = "event_disabled";
 constexpr const char* kDisabledGuarded = "event_disabled_guarded";
 constexpr const char* kOrt = "event_ort_style";
 constexpr const char* kMemory = "memory_alloc_free";
+constexpr const char* kRunEvents = "run_events";
 
 // The timed loop of the enabled-event benchmarks: begin + end of one NODE
 // event with no args on `p`, consecutive correlation ids.
@@ -57,6 +58,26 @@ void BM_memory_alloc_free(benchmark::State& state) {
     id += 64;
   }
   check(g_api.end(p, node, nullptr, 0), "epprof_event_end");
+}
+
+// What the runtime's run hooks record around a run's node events: a run
+// event and its executor's nested in it, the run's ending with its id as an
+// INT64 arg (ONNX Runtime's model_run and SequentialExecutor::Execute).
+void BM_run_events(benchmark::State& state) {
+  RunningProfiler prof("run", 1ull << 30);
+  const epprof_profiler_t p = prof.handle();
+  epprof_name_id run_id_key = 0;
+  check(g_api.intern("run_id", &run_id_key), "epprof_intern");
+  epprof_arg run_id{run_id_key, EPPROF_ARG_INT64, {}};
+  uint64_t id = g_api.id_next();
+  for (auto _ : state) {
+    g_api.begin(p, EPPROF_CATEGORY_SESSION, g_name, id);
+    g_api.begin(p, EPPROF_CATEGORY_SESSION, g_name, id + 1);
+    g_api.end(p, id + 1, nullptr, 0);
+    run_id.value.i64 = int64_t(id);
+    g_api.end(p, id, &run_id, 1);
+    id += 2;
+  }
 }
 
 void BM_event_enabled(benchmark::State& state) {
@@ -226,6 +247,8 @@ void register_hot_path() {
   // Half the iterations: two records each, so as many bytes as the
   // begin+end row writes (both within the recycled slab pool).
   micro(kMemory, BM_memory_alloc_free, hot / 2);
+  // Half the iterations: two events each.
+  micro(kRunEvents, BM_run_events, hot / 2);
 }
 
 void add_hot_path_rows(std::vector<Row>& rows) {
@@ -249,6 +272,8 @@ void add_hot_path_rows(std::vector<Row>& rows) {
   add_micro_row(rows, kOrt, "ONNX-Runtime-style event", 0,
                 "mutex, std::string name, unordered_map args, getpid+gettid, 2 clock reads, vector push");
   add_micro_row(rows, kMemory, "memory alloc+free, enabled", 0, "epprof_memory_alloc + _free inside a node event");
+  add_micro_row(rows, kRunEvents, "a run's two events, enabled", 0,
+                "an event nested in another, the outer ending with an INT64 arg: the runtime's run hooks");
   if (g_median_cpu_ns.count(kMemory) && g_median_cpu_ns.count(kEnabled)) {
     // Each of alloc and free is one memory event: one of them against one
     // begin+end (an event), as the target reads.

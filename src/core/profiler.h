@@ -121,20 +121,22 @@ class Profiler {
     s.push(OpenEvent{now_ticks(true), id, name, category});
     return true;
   }
-  // An end whose one arg is an INT64 (a run's id, say) takes it too.
+  // An end whose one arg is an INT64 (a run's id, say) takes it too, and
+  // so does the end of an event that others were nested in (a run's, after
+  // its executor's), whose begin is in open[] rather than in `top`.
   [[gnu::always_inline]] static bool try_end(ThreadStream& s, uint64_t id, const epprof_arg* args,
                                              size_t num_args) noexcept {
     const uint64_t t = now_ticks(true);
-    if (__builtin_expect(!s.top_live || s.top.correlation_id != id || num_args > 1 ||
-                             s.used + 1 + uint32_t(num_args) > kChunkSlots,
-                         0))
+    if (__builtin_expect(s.depth == 0 || num_args > 1 || s.used + 1 + uint32_t(num_args) > kChunkSlots, 0))
       return false;
+    const OpenEvent& o = s.innermost();
+    if (__builtin_expect(o.correlation_id != id, 0)) return false;
     if (num_args == 0) {
-      emit(Recorder::reserve_in_chunk(s, 1), s.top, t, 0);
+      emit(Recorder::reserve_in_chunk(s, 1), o, t, 0);
     } else if (const uint32_t set = lone_set(args, num_args); set && set <= s.known_sets) {
-      emit(Recorder::reserve_in_chunk(s, set_slots(set)), s.top, t, set);
+      emit(Recorder::reserve_in_chunk(s, set_slots(set)), o, t, set);
     } else if (args[0].type == EPPROF_ARG_INT64 && is_interned(args[0].key)) {
-      emit_int(Recorder::reserve_in_chunk(s, 2), s.top, t, args[0]);
+      emit_int(Recorder::reserve_in_chunk(s, 2), o, t, args[0]);
     } else {
       return false;
     }
