@@ -559,7 +559,8 @@ void ProfilingObserver::release_run(const RunInfo& info) {
   held_run_.store(0, std::memory_order_relaxed);
   if (in_block) {
     report(epprof_event_block_close(&block_));
-    block_runs_.fetch_add(1, std::memory_order_relaxed);
+    // Only the run that holds the block counts: no read-modify-write needed.
+    block_runs_.store(block_runs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else if (std::all_of(r.collecting.begin(), r.collecting.end(),
                          [](const epprof_event_desc& d) { return d.name != 0 && d.args != 0; })) {
     try {
