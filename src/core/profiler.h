@@ -114,7 +114,8 @@ class Profiler {
   // of the innermost event with no args or one arg set and room in the
   // chunk. They return false, having changed nothing, when the general path
   // must run. They need no Profiler, so an event that takes them reads no
-  // more than the handle's slot, the thread's TLS line and its stream line.
+  // more than the handle's slot, the thread's TLS line and its stream line
+  // (and, around nested events, the slot of open[] that holds the outer one).
   [[gnu::always_inline]] static bool try_begin(ThreadStream& s, uint8_t category, uint32_t name,
                                                uint64_t id) noexcept {
     if (__builtin_expect(s.depth == kMaxOpenEvents, 0)) return false;
