@@ -530,7 +530,8 @@ int main(int argc, char** argv) {
   if (!worst_prof_model.empty()) {
     line("worst profiling on/off (" + worst_prof_model + ")", fixed(worst_prof, 4), "<= 1.03", worst_prof <= 1.03);
     if (!prof_over.empty())
-      std::printf("  above 1.03: %s\n  (*: the floor is above 1.03 as well: no per-node timeline met it in these runs)\n",
+      std::printf("  above 1.03: %s\n"
+                  "  (*: the floor is above 1.03 as well: no per-node timeline met it in these runs)\n",
                   prof_over.c_str());
   }
   std::printf(

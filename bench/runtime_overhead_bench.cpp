@@ -337,6 +337,16 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   return r;
 }
 
+// One line of the table.
+void print_row(const Row& r, const char* target, const char* result) {
+  std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% "
+              "%8.2f%% %8s\n",
+              r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio,
+              range(r.quarters).c_str(), range(r.floor_quarters).c_str(), target, r.e2e_ns_per_node,
+              r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns, r.in_hook_pct(),
+              r.floor_in_hook_pct(), result);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -421,25 +431,17 @@ int main(int argc, char** argv) {
       Row r = measure(model, runs, real_max_runs, tick_ns, ep, ep_profiler, event_blocks);
       if (model.real) real_runs += (real_runs.empty() ? "" : ", ") + name + " " + std::to_string(r.runs);
       if (r.pct_target == 0) {  // diagnostic row: no target
-        std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% %8.2f%% %8s\n",
-                    r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio, range(r.quarters).c_str(),
-                    range(r.floor_quarters).c_str(), "-", r.e2e_ns_per_node,
-                    r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns,
-                    r.in_hook_pct(), r.floor_in_hook_pct(), "-");
+        print_row(r, "-", "-");
         continue;
       }
       // Device tracing is judged on the per-run ratio alone; the CPU EP also on the in-hook cost.
       const bool ratio_ok = (r.ratio - 1) * 100 <= r.pct_target, hooks_ok = ep || r.hook_ns_per_node <= 100;
-      const bool pass = ratio_ok && hooks_ok;
       // MISS*: the floor observer misses each target missed, in this run.
       const bool floor_over = (ratio_ok || (r.floor_ratio - 1) * 100 > r.pct_target) &&
                               (hooks_ok || r.floor_hook_ns_per_node > 100);
-      std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %7.0f%% %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% "
-                  "%8.2f%% %8s\n",
-                  r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio, range(r.quarters).c_str(),
-                  range(r.floor_quarters).c_str(), r.pct_target, r.e2e_ns_per_node, r.hook_ns_per_node,
-                  r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns, r.in_hook_pct(),
-                  r.floor_in_hook_pct(), pass ? "PASS" : floor_over ? "MISS*" : "MISS");
+      char target[16];
+      std::snprintf(target, sizeof target, "%.0f%%", r.pct_target);
+      print_row(r, target, ratio_ok && hooks_ok ? "PASS" : floor_over ? "MISS*" : "MISS");
     } catch (const std::exception& e) {
       std::printf("%-20s not run: %s\n", name.c_str(), e.what());
       ok = false;
