@@ -56,10 +56,7 @@ class TimedObserver final : public RunObserver {
   // Ticks in the hooks per node execution: in the median run, and on average
   // (both hooks, then each).
   double median_ticks_per_node() const {
-    std::vector<double> v;
-    for (const auto& r : per_run_) v.push_back(double(r.ticks) / double(r.calls));
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
+    return median_over_runs([](const Run& r) { return double(r.ticks) / double(r.calls); });
   }
   double mean_ticks_per_node() const { return double(total_ticks_) / double(total_calls_); }
   // Node executions per run, subgraph nodes included.
@@ -86,10 +83,7 @@ class TimedObserver final : public RunObserver {
   double run_hook_ticks() const { return per_run_.empty() ? 0 : double(run_ticks_) / double(per_run_.size()); }
   // The same in the median run.
   double median_run_hook_ticks() const {
-    std::vector<uint64_t> v;
-    for (const auto& r : per_run_) v.push_back(r.run_ticks);
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : double(v[v.size() / 2]);
+    return median_over_runs([](const Run& r) { return double(r.run_ticks); });
   }
   void node_begin(const NodeInfo& i) override {
     uint64_t t = __rdtsc();
@@ -114,6 +108,16 @@ class TimedObserver final : public RunObserver {
     uint64_t ticks = 0, calls = 0;  // in the node hooks
     uint64_t run_ticks = 0;         // in run_begin and run_end
   };
+  // The median over the runs of `of(run)`; 0 before any run.
+  template <typename F>
+  double median_over_runs(F of) const {
+    if (per_run_.empty()) return 0;
+    std::vector<double> v;
+    v.reserve(per_run_.size());
+    for (const Run& r : per_run_) v.push_back(of(r));
+    return median(std::move(v));
+  }
+
   RunObserver* inner_;
   Run run_;
   std::vector<Run> per_run_;
