@@ -10,7 +10,12 @@
 // Elsewhere (other compilers, other targets) the macro is empty and the loops
 // build for the baseline. So it is under ThreadSanitizer: the loader runs an
 // ifunc's resolver while relocating, before TSan's runtime is up, and TSan's
-// instrumentation of the resolver then crashes the process at start.
+// instrumentation of the resolver then crashes the process at start. And so
+// it is under AddressSanitizer: a clone is the same source loop compiled
+// three times, so the sanitizer checks its memory accesses as well in the
+// baseline build, and the clones made elementwise.cpp alone take over two
+// minutes to build there. The loops that at_widest_vector() builds per level
+// (their own source for each vector width) are kept under both.
 //
 // GCC 12 treats a cloned function as one that cannot throw: an exception
 // leaving it terminates the process. So a clone that calls code which may
@@ -23,7 +28,11 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__)
+#define EPPROF_SIMD_CLONES
+#else
 #define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 // Functions may also be built per x86-64 level with their own vector
 // width: at_widest_vector() below.
 #define EPPROF_SIMD_LEVELS 1
