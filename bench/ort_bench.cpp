@@ -40,6 +40,7 @@
 #include "epprof/rt/blas.h"
 #include "epprof/rt/profiling.h"
 #include "floor_observer.h"
+#include "observer_runs.h"
 
 extern char** environ;
 
@@ -261,14 +262,13 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // The streams, each a median: e1 epprof with 1 thread, profiling off; o1
 // ONNX Runtime with 1 intra-op thread; e2 / o2 the same with 2; and, for
 // the profiler's cost, i1/p1/f1 epprof with 1 thread, profiling off, on and
-// with the floor of any per-node timeline (FloorObserver), interleaved run
-// by run as epprof_runtime_bench does. One round runs five blocks, `k`
-// recorded runs of each stream: epprof 1 thread, ORT 1, the off/on/floor
-// triples, epprof 2, ORT 2, in an order that rotates from round to round.
-// Each runtime's timed streams are runs of one session back to back, as
-// ONNX Runtime's are in its worker; the triples, whose three sessions evict
-// each other's tensors and weights from the caches, time the profiler's
-// cost only.
+// with the floor of any per-node timeline (FloorObserver), each a run's
+// observer of the 1-thread session, interleaved by time_settings() as
+// epprof_runtime_bench does (observer_runs.h). One round runs five blocks,
+// about `k` recorded runs of each stream: epprof 1 thread, ORT 1, the
+// off/on/floor settings, epprof 2, ORT 2, in an order that rotates from
+// round to round. Each runtime's timed streams are runs of one session back
+// to back, as ONNX Runtime's are in its worker.
 Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, double budget_s, int min_runs,
             int max_runs, const std::string& gap_dir) {
   Row r;
@@ -284,11 +284,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     SessionOptions one_thread, two_threads;
     one_thread.intra_op_threads = 1;
     two_threads.intra_op_threads = 2;
-    SessionOptions on_opts = one_thread, floor_opts = one_thread;
-    on_opts.observer = &profiler;
-    floor_opts.observer = &floor_observer;
-    Session off(model.path, one_thread), on(model.path, on_opts), floor(model.path, floor_opts),
-        off2(model.path, two_threads);
+    Session off(model.path, one_thread), off2(model.path, two_threads);
     r.conv = has_conv(off.nodes());
     if (!model.real) write_inputs(model, off, inputs_dir);
     const auto& in = model.inputs;
@@ -329,7 +325,11 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     };
     std::vector<std::function<void(int)>> blocks = {
         [&](int k) { epprof_block({{&off, &e1}}, k); },
-        [&](int k) { epprof_block({{&off, &i1}, {&on, &p1}, {&floor, &f1}}, k); },
+        [&](int k) {  // the profiler's cost: k recorded runs of each setting, about
+          const auto t = time_settings({{&off, nullptr}, {&off, &profiler}, {&off, &floor_observer}}, in, (k + 1) / 2);
+          for (auto [times, v] : {std::pair{&t[0], &i1}, {&t[1], &p1}, {&t[2], &f1}})
+            v->insert(v->end(), times->begin(), times->end());
+        },
         [&](int k) { epprof_block({{&off2, &e2}}, k); },
     };
     auto ort_block = [&](int threads, int k, std::vector<double>& t) {
@@ -342,7 +342,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     }
     // Warm-up, excluded: 5 runs of every stream; their medians size the rounds.
     for (auto& b : blocks) b(5);
-    const double round_ms = 4 * median(e1) + median(e2) + (r.ort ? median(o1) + median(o2) : 0);
+    const double round_ms = 5.5 * median(e1) + median(e2) + (r.ort ? median(o1) + median(o2) : 0);
     for (auto* v : {&e1, &i1, &p1, &f1, &o1, &e2, &o2}) v->clear();
     const int total = std::max(min_runs, std::min(max_runs, int(budget_s * 1e3 / round_ms)));
     const int k = std::max(1, total / 20), rounds = (total + k - 1) / k;
@@ -538,8 +538,8 @@ int main(int argc, char** argv) {
       "\nratio: epprof 1t / ORT 1t (medians). ep x2 / ORT x2: 1-thread / 2-thread median, each runtime's speed-up.\n"
       "Each of these is a stream of one session's runs back to back, as ONNX Runtime's are.\n"
       "max rel err: max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's (1 thread).\n"
-      "prof on/off: epprof with a session ProfilingObserver / without, 1 thread, runs interleaved (a stream of\n"
-      "their own, apart from epprof 1t).\n"
+      "prof on/off: epprof with a ProfilingObserver / without, 1 thread: runs of the 1-thread session with\n"
+      "the profiler as the run's observer and without, interleaved in shuffled streaks (bench/observer_runs.h).\n"
       "floor on/off: the same with the least any per-node timeline costs instead of the profiler (two TSC reads\n"
       "and a 16-byte store per node execution and per run), in the same interleaved runs.\n"
       "runs: timed runs per stream, after 5 warm-up runs each; blocks of the two runtimes alternate in rotating\n"

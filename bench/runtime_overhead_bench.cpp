@@ -1,10 +1,11 @@
 // epprof_runtime_bench: what profiling costs the reference runtime on the
 // bundled models (issue 3) and, with --real-models, on the real models of the
-// model cache (scripts/fetch_models.sh). Each model runs in sessions of one
-// process, profiling off and on (session-level profiling, ONNX Runtime's
-// events and args), with the floor observer (floor_observer.h) and with an
-// observer whose hooks do nothing, the runs interleaved so all see the same
-// machine state.
+// model cache (scripts/fetch_models.sh). Each model runs in one session,
+// profiling off and on (ONNX Runtime's events and args, as `epprof run`
+// profiles), with the floor observer (floor_observer.h) and with an
+// observer whose hooks do nothing, each a run's observer, the runs
+// interleaved so all see the same machine state (observer_runs.h); a
+// second session without an observer runs among them, the A/A control.
 //
 // Two measures of the per-node cost:
 //  - end to end: (median run with profiling - median run without) / nodes.
@@ -33,6 +34,7 @@
 #include "epprof/rt/session.h"
 #include "epprof/rt/tensor_io.h"
 #include "floor_observer.h"
+#include "observer_runs.h"
 
 namespace {
 
@@ -191,7 +193,7 @@ std::string range(const Spread& s) {
 struct Row {
   std::string model;
   size_t nodes;  // node executions per run, subgraph nodes included
-  double off_ms, on_ms, ratio, floor_ratio, empty_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
+  double off_ms, on_ms, ratio, floor_ratio, empty_ratio, second_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
   double floor_hook_ns_per_node;  // the floor observer's hooks, timed as the profiler's are
   // In run_begin + run_end, per run (median), beyond empty hooks: the
   // profiler's and the floor observer's.
@@ -226,52 +228,40 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   // nodes, and OpenBLAS workers waiting for a core on a shared 2-core
   // machine would add more noise to both sides than the effect measured.
   plain.intra_op_threads = 1;
-  auto run_ms = [](Session& s, const std::map<std::string, Tensor>& in) {
-    auto t0 = std::chrono::steady_clock::now();
-    s.run(in);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  // Phase 1, the ratio: `off` against `on`, profiled as `epprof run`
-  // profiles, against `floor` (FloorObserver) and against `empty` (an
-  // observer whose hooks do nothing), their runs interleaved.
+  // Phase 1, the ratio: runs of one session without an observer, profiled
+  // as `epprof run` profiles, with the floor (FloorObserver) and with an
+  // observer whose hooks do nothing, and runs of a second session without
+  // one (the A/A control: what two layouts of the same model's memory
+  // differ by), interleaved by time_settings() (observer_runs.h).
   const std::string trace = "/tmp/epprof_runtime_bench_" + name + ".json";
   ProfilingOptions po;
   po.trace_path = trace;
   po.event_blocks = event_blocks;
   po.memory = g_memory;
   if (ep) po.plugins.push_back(ep_profiler);
-  std::vector<double> t_off, t_on, t_floor, t_empty;
+  std::vector<std::vector<double>> t;
   std::map<std::string, Tensor> inputs;
   epprof_trace_stats stats{};
   {
     ProfilingObserver profiler(po);
     FloorObserver floor_observer;
     NullObserver empty_observer;
-    SessionOptions on_opts = plain, floor_opts = plain, empty_opts = plain;
-    on_opts.observer = &profiler;
-    floor_opts.observer = &floor_observer;
-    empty_opts.observer = &empty_observer;
-    Session off = open_model(model, plain), on = open_model(model, on_opts), floor = open_model(model, floor_opts),
-            empty = open_model(model, empty_opts);
-    Session* const sessions[4] = {&off, &on, &floor, &empty};
-    std::vector<double>* const times[4] = {&t_off, &t_on, &t_floor, &t_empty};
-    inputs = model.inputs.empty() ? random_inputs(off) : model.inputs;
+    Session s = open_model(model, plain), second = open_model(model, plain);
+    const std::vector<Setting> settings = {
+        {&s, nullptr}, {&s, &profiler}, {&s, &floor_observer}, {&s, &empty_observer}, {&second, nullptr}};
+    inputs = model.inputs.empty() ? random_inputs(s) : model.inputs;
     const auto warm0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 5; ++i)
-      for (Session* s : sessions) s->run(inputs);
+    time_settings(settings, inputs, 5);
+    int rounds = (runs + 1) / 2;  // two recorded runs per setting a round
     if (model.real) {
       const double per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() / 5;
-      runs = std::max(20, std::min(real_max_runs, int(real_budget_s / 2 / per_round)));
+      rounds = std::max(10, std::min(real_max_runs / 2, int(real_budget_s / 2 / per_round)));
     }
-    for (int i = 0; i < runs; ++i) {
-      // Rotate which goes first, so none always runs on a warmer cache.
-      for (int k = 0; k < 4; ++k) {
-        const int which = (i + k) % 4;
-        times[which]->push_back(run_ms(*sessions[which], inputs));
-      }
-    }
+    t = time_settings(settings, inputs, rounds);
     stats = profiler.finish();
   }
+  const std::vector<double>&t_off = t[0], &t_on = t[1], &t_floor = t[2], &t_empty = t[3], &t_second = t[4];
+  runs = int(t_off.size());
   if (ep)
     std::printf("  %s: %llu device events traced, %llu unattributed; clock error bound %s ns\n", name.c_str(),
                 static_cast<unsigned long long>(stats.device_events),
@@ -328,6 +318,7 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   r.ratio = r.on_ms / r.off_ms;
   r.floor_ratio = median(t_floor) / r.off_ms;
   r.empty_ratio = median(t_empty) / r.off_ms;
+  r.second_ratio = median(t_second) / r.off_ms;
   r.quarters = quarter_spread(t_on, t_off);
   r.floor_quarters = quarter_spread(t_floor, t_off);
   r.e2e_ns_per_node = (r.on_ms - r.off_ms) * 1e6 / double(r.nodes);
@@ -343,9 +334,9 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
 
 // One line of the table.
 void print_row(const Row& r, const char* target, const char* result) {
-  std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f %8.2f%% "
-              "%8.2f%% %8s\n",
-              r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio,
+  std::printf("%-20s %5zu %10.3f %10.3f %8.4f %8.4f %8.4f %8.4f %14s %14s %8s %12.0f %12.1f %12.1f %12.1f %10.0f "
+              "%8.2f%% %8.2f%% %8s\n",
+              r.model.c_str(), r.nodes, r.off_ms, r.on_ms, r.ratio, r.floor_ratio, r.empty_ratio, r.second_ratio,
               range(r.quarters).c_str(), range(r.floor_quarters).c_str(), target, r.e2e_ns_per_node,
               r.hook_ns_per_node, r.floor_hook_ns_per_node, r.hook_mean_ns_per_node, r.run_hook_ns, r.in_hook_pct(),
               r.floor_in_hook_pct(), result);
@@ -417,13 +408,14 @@ int main(int argc, char** argv) {
     }
   }
   const double tick_ns = ns_per_tick();
-  std::printf("epprof_runtime_bench: %d interleaved runs per model and setting, sequential executor, "
+  std::printf("epprof_runtime_bench: %d runs per model and setting, interleaved in shuffled streaks on one session, "
+              "sequential executor, "
               "OpenBLAS kernels %s, %s%s%s\n\n",
               runs, epprof::rt::blas_kernels().c_str(), ep ? "EPs opencl,cpu (device tracing on vs off)" : "CPU EP",
               event_blocks ? "" : ", node events through epprof_event_begin/_end (--no-blocks)",
               g_memory ? ", memory tracking on (--memory)" : "");
-  std::printf("%-20s %5s %10s %10s %8s %8s %8s %14s %14s %8s %12s %12s %12s %12s %10s %9s %9s %8s\n", "model", "execs",
-              "off ms", "on ms", "ratio", "floor", "empty", "quarters", "floor quarters", "target", "e2e ns/node",
+  std::printf("%-20s %5s %10s %10s %8s %8s %8s %8s %14s %14s %8s %12s %12s %12s %12s %10s %9s %9s %8s\n", "model",
+              "execs", "off ms", "on ms", "ratio", "floor", "empty", "A/A", "quarters", "floor quarters", "target", "e2e ns/node",
               "hooks ns/node", "floor hooks", "hooks mean", "run hooks", "in hooks", "floor in", "result");
   bool ok = true;
   std::string real_runs;  // "id N, ..." for the note under the table
@@ -467,6 +459,9 @@ int main(int argc, char** argv) {
                 "timed as the profiler's (after kernels that evict the caches, both miss them on first touch)\n"
                 "empty: on/off of an observer whose hooks do nothing, in the same interleaved runs: what the\n"
                 "runtime's own calls to an observer cost (floor - empty: the floor's clock reads and stores)\n"
+                "A/A: a second session of the model, no observer, in the same interleaved runs, over the first:\n"
+                "what two layouts of the same tensors' memory differ by; the other ratios share one session,\n"
+                "each setting a run's observer (bench/observer_runs.h), so they do not carry this difference\n"
                 "quarters, floor quarters: the least and greatest ratio over the four quarters of the interleaved\n"
                 "runs, the profiler's and the floor's: how far the median moves within this one run\n"
                 "MISS*: the floor missed each target the profiler missed (ratio, 100 ns per node) in this run:\n"
