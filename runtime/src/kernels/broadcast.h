@@ -53,95 +53,83 @@ template <size_t K, typename Row>
   }
 }
 
-namespace simd_detail {
+namespace broadcast_detail {
 // out[i] = f(a[i], b[i]) for i < n, where a scalar input (a_scalar,
 // b_scalar) is read at [0] for every i; f is called once when both are.
 template <typename TA, typename TB, typename TO, typename F>
-EPPROF_SIMD_CLONES void binary_flat_simd(const TA* a, bool a_scalar, const TB* b, bool b_scalar, TO* out, int64_t n,
-                                         F& f, std::exception_ptr& error) noexcept {
-  try {
-    if (a_scalar && b_scalar) {  // a broadcast scalar (Gemm's scalar C)
-      const TO v = f(a[0], b[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = v;
-    } else if (b_scalar) {
-      const TB bv = b[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], bv);
-    } else if (a_scalar) {
-      const TA av = a[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = f(av, b[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-    }
-  } catch (...) {
-    error = std::current_exception();
+[[gnu::always_inline]] inline void binary_flat(const TA* a, bool a_scalar, const TB* b, bool b_scalar, TO* out,
+                                               int64_t n, F& f) {
+  if (a_scalar && b_scalar) {  // a broadcast scalar (Gemm's scalar C)
+    const TO v = f(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
+  } else if (b_scalar) {
+    const TB bv = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], bv);
+  } else if (a_scalar) {
+    const TA av = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
   }
 }
 
 // The general case: any broadcast, one row of the output at a time.
 template <typename TA, typename TB, typename TO, typename F>
-EPPROF_SIMD_CLONES void broadcast_binary_simd(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out,
-                                              const Shape& so, F& f, std::exception_ptr& error) noexcept {
-  try {
-    const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
-      const TA* pa = a + off[0];
-      const TB* pb = b + off[1];
-      TO* po = out + base;
-      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]]);
-    };
-    for_each_broadcast_row<2>({&sa, &sb}, so, row);
-  } catch (...) {
-    error = std::current_exception();
-  }
+[[gnu::always_inline]] inline void binary_rows(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out,
+                                               const Shape& so, F& f) {
+  const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
+    const TA* pa = a + off[0];
+    const TB* pb = b + off[1];
+    TO* po = out + base;
+    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]]);
+  };
+  for_each_broadcast_row<2>({&sa, &sb}, so, row);
 }
 
 template <typename TA, typename TB, typename TC, typename TO, typename F>
-EPPROF_SIMD_CLONES void broadcast_ternary_simd(const TA* a, const Shape& sa, const TB* b, const Shape& sb,
-                                               const TC* c, const Shape& sc, TO* out, const Shape& so, F& f,
-                                               std::exception_ptr& error) noexcept {
-  try {
-    const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
-      const TA* pa = a + off[0];
-      const TB* pb = b + off[1];
-      const TC* pc = c + off[2];
-      TO* po = out + base;
-      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]], pc[j * step[2]]);
-    };
-    for_each_broadcast_row<3>({&sa, &sb, &sc}, so, row);
-  } catch (...) {
-    error = std::current_exception();
-  }
+[[gnu::always_inline]] inline void ternary_rows(const TA* a, const Shape& sa, const TB* b, const Shape& sb,
+                                                const TC* c, const Shape& sc, TO* out, const Shape& so, F& f) {
+  const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
+    const TA* pa = a + off[0];
+    const TB* pb = b + off[1];
+    const TC* pc = c + off[2];
+    TO* po = out + base;
+    for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * step[0]], pb[j * step[1]], pc[j * step[2]]);
+  };
+  for_each_broadcast_row<3>({&sa, &sb, &sc}, so, row);
 }
-}  // namespace simd_detail
+}  // namespace broadcast_detail
 
 // out[i] = f(a[ia], b[ib]) over the broadcast index space. `out` must already
 // have the shape `so`, to which sa and sb broadcast. `out` may alias `a` when
 // sa == so (each element is read before it is written). The loops run in
-// the CPU's widest SIMD (simd.h); what f throws propagates. When each
-// input is the output's shape or a single element, the work splits across
-// the intra-op threads as element_split.h says, so f must be safe to call
-// from several threads at once.
+// the CPU's widest SIMD where simd_loop (simd.h) builds them so; what f
+// throws propagates. When each input is the output's shape or a single
+// element, the work splits across the intra-op threads as element_split.h
+// says, so f must be safe to call from several threads at once.
 template <typename TA, typename TB, typename TO, typename F>
 void broadcast_binary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* out, const Shape& so, F f) {
   const bool a_full = sa == so, b_full = sb == so;
   if ((a_full || shape_size(sa) == 1) && (b_full || shape_size(sb) == 1)) {
     const int64_t bytes = shape_size(so) * int64_t(sizeof(TO) + (a_full ? sizeof(TA) : 0) + (b_full ? sizeof(TB) : 0));
     split_elements(so, int64_t(sizeof(TO)), bytes, [&](int64_t begin, int64_t count) {
-      rethrowing([&](std::exception_ptr& error) {
-        simd_detail::binary_flat_simd(a_full ? a + begin : a, !a_full, b_full ? b + begin : b, !b_full, out + begin,
-                                      count, f, error);
+      simd_loop<TA, TB, TO>([&]() __attribute__((always_inline)) {
+        broadcast_detail::binary_flat(a_full ? a + begin : a, !a_full, b_full ? b + begin : b, !b_full, out + begin,
+                                      count, f);
       });
     });
     return;
   }
-  rethrowing([&](std::exception_ptr& error) { simd_detail::broadcast_binary_simd(a, sa, b, sb, out, so, f, error); });
+  simd_loop<TA, TB, TO>(
+      [&]() __attribute__((always_inline)) { broadcast_detail::binary_rows(a, sa, b, sb, out, so, f); });
 }
 
 // out[i] = f(a[ia], b[ib], c[ic]) over the broadcast index space of three inputs.
 template <typename TA, typename TB, typename TC, typename TO, typename F>
 void broadcast_ternary(const TA* a, const Shape& sa, const TB* b, const Shape& sb, const TC* c, const Shape& sc,
                        TO* out, const Shape& so, F f) {
-  rethrowing(
-      [&](std::exception_ptr& error) { simd_detail::broadcast_ternary_simd(a, sa, b, sb, c, sc, out, so, f, error); });
+  simd_loop<TA, TB, TC, TO>(
+      [&]() __attribute__((always_inline)) { broadcast_detail::ternary_rows(a, sa, b, sb, c, sc, out, so, f); });
 }
 
 }  // namespace epprof::rt::kernels

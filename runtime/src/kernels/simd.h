@@ -25,6 +25,7 @@
 #pragma once
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__)
@@ -117,21 +118,49 @@ void rethrowing(Clone clone) {
 }
 
 namespace simd_detail {
-template <typename In, typename Out, typename F>
-EPPROF_SIMD_CLONES void transform_elements_simd(const In* in, Out* out, int64_t n, F& f,
-                                                std::exception_ptr& error) noexcept {
+template <typename Loop>
+EPPROF_SIMD_CLONES void in_clones(Loop& loop, std::exception_ptr& error) noexcept {
   try {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+    loop();
+  } catch (...) {
+    error = std::current_exception();
+  }
+}
+template <typename Loop>
+void at_baseline(Loop& loop, std::exception_ptr& error) noexcept {
+  try {
+    loop();
   } catch (...) {
     error = std::current_exception();
   }
 }
 }  // namespace simd_detail
 
+// Runs loop(), an element loop over values of the types Ts, built in every
+// EPPROF_SIMD_CLONES level when one of Ts is float or double, the types
+// models compute in, and for the baseline only otherwise: integers, bool
+// and the 16-bit floats hold shapes, indices and masks, whose loops SSE2
+// still vectorises, and building each of them three times was a third of
+// the element-wise kernels' compile time. `loop` is a lambda marked
+// __attribute__((always_inline)) that calls only inline functions, as for
+// at_widest_vector, so that each clone builds it for its level. What it
+// throws propagates.
+template <typename... Ts, typename Loop>
+void simd_loop(Loop&& loop) {
+  rethrowing([&](std::exception_ptr& error) {
+    if constexpr ((std::is_floating_point_v<Ts> || ...))
+      simd_detail::in_clones(loop, error);
+    else
+      simd_detail::at_baseline(loop, error);
+  });
+}
+
 // out[i] = f(in[i]) for i < n. `out` may be `in`. What f throws propagates.
 template <typename In, typename Out, typename F>
 void transform_elements(const In* in, Out* out, int64_t n, F f) {
-  rethrowing([&](std::exception_ptr& error) { simd_detail::transform_elements_simd(in, out, n, f, error); });
+  simd_loop<In, Out>([&]() __attribute__((always_inline)) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  });
 }
 
 }  // namespace epprof::rt::kernels
