@@ -325,7 +325,7 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     };
     std::vector<std::function<void(int)>> blocks = {
         [&](int k) { epprof_block({{&off, &e1}}, k); },
-        [&](int k) {  // the profiler's cost: k recorded runs of each setting, about
+        [&](int k) {  // the profiler's cost: about k recorded runs of each setting, two a round
           const auto t = time_settings({{&off, nullptr}, {&off, &profiler}, {&off, &floor_observer}}, in, (k + 1) / 2);
           for (auto [times, v] : {std::pair{&t[0], &i1}, {&t[1], &p1}, {&t[2], &f1}})
             v->insert(v->end(), times->begin(), times->end());

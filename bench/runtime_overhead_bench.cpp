@@ -193,7 +193,8 @@ std::string range(const Spread& s) {
 struct Row {
   std::string model;
   size_t nodes;  // node executions per run, subgraph nodes included
-  double off_ms, on_ms, ratio, floor_ratio, empty_ratio, second_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
+  double off_ms, on_ms, ratio, floor_ratio, empty_ratio, e2e_ns_per_node, hook_ns_per_node, hook_mean_ns_per_node;
+  double second_ratio;  // the A/A control: the second session's median run over the first's
   double floor_hook_ns_per_node;  // the floor observer's hooks, timed as the profiler's are
   // In run_begin + run_end, per run (median), beyond empty hooks: the
   // profiler's and the floor observer's.
@@ -260,7 +261,11 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
     t = time_settings(settings, inputs, rounds);
     stats = profiler.finish();
   }
-  const std::vector<double>&t_off = t[0], &t_on = t[1], &t_floor = t[2], &t_empty = t[3], &t_second = t[4];
+  const std::vector<double>& t_off = t[0];
+  const std::vector<double>& t_on = t[1];
+  const std::vector<double>& t_floor = t[2];
+  const std::vector<double>& t_empty = t[3];
+  const std::vector<double>& t_second = t[4];
   runs = int(t_off.size());
   if (ep)
     std::printf("  %s: %llu device events traced, %llu unattributed; clock error bound %s ns\n", name.c_str(),

@@ -87,8 +87,8 @@ template <typename TA, typename TB, typename TO, typename F>
 }
 
 template <typename TA, typename TB, typename TC, typename TO, typename F>
-[[gnu::always_inline]] inline void ternary_rows(const TA* a, const Shape& sa, const TB* b, const Shape& sb,
-                                                const TC* c, const Shape& sc, TO* out, const Shape& so, F& f) {
+[[gnu::always_inline]] inline void ternary_rows(const TA* a, const Shape& sa, const TB* b, const Shape& sb, const TC* c,
+                                                const Shape& sc, TO* out, const Shape& so, F& f) {
   const auto row = [&](int64_t base, const auto& off, const auto& step, int64_t len) __attribute__((always_inline)) {
     const TA* pa = a + off[0];
     const TB* pb = b + off[1];

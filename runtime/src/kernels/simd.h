@@ -126,33 +126,23 @@ EPPROF_SIMD_CLONES void in_clones(Loop& loop, std::exception_ptr& error) noexcep
     error = std::current_exception();
   }
 }
-template <typename Loop>
-void at_baseline(Loop& loop, std::exception_ptr& error) noexcept {
-  try {
-    loop();
-  } catch (...) {
-    error = std::current_exception();
-  }
-}
 }  // namespace simd_detail
 
 // Runs loop(), an element loop over values of the types Ts, built in every
 // EPPROF_SIMD_CLONES level when one of Ts is float or double, the types
 // models compute in, and for the baseline only otherwise: integers, bool
 // and the 16-bit floats hold shapes, indices and masks, whose loops SSE2
-// still vectorises, and building each of them three times was a third of
-// the element-wise kernels' compile time. `loop` is a lambda marked
-// __attribute__((always_inline)) that calls only inline functions, as for
-// at_widest_vector, so that each clone builds it for its level. What it
-// throws propagates.
+// still vectorises, and building them three times took 5 to 10 s of the
+// compile time of each of elementwise.cpp, unary.cpp and logical.cpp.
+// `loop` is a lambda marked __attribute__((always_inline)) that calls only
+// inline functions, as for at_widest_vector, so that each clone builds it
+// for its level. What it throws propagates.
 template <typename... Ts, typename Loop>
 void simd_loop(Loop&& loop) {
-  rethrowing([&](std::exception_ptr& error) {
-    if constexpr ((std::is_floating_point_v<Ts> || ...))
-      simd_detail::in_clones(loop, error);
-    else
-      simd_detail::at_baseline(loop, error);
-  });
+  if constexpr ((std::is_floating_point_v<Ts> || ...))
+    rethrowing([&](std::exception_ptr& error) { simd_detail::in_clones(loop, error); });
+  else
+    loop();
 }
 
 // out[i] = f(in[i]) for i < n. `out` may be `in`. What f throws propagates.
