@@ -223,41 +223,67 @@ class NodeSubgraphs final : public SubgraphRunner {
   }
 };
 
+// What the observers are told about plan.nodes[position]'s execution.
+NodeInfo node_info(const NodePlan& np, size_t position, const RunContext& run) {
+  return NodeInfo{*np.node,
+                  *np.provider,
+                  run.run_id,
+                  run.first_node_id ? run.first_node_id + position : 0,
+                  run.shape_epoch ? run.epochs->node_epoch(run.shape_epoch, position) : 0,
+                  np.node_index};
+}
+
+// Runs the node's kernel. A kernel that throws, or leaves an output empty,
+// becomes an Error naming the node, after the observers' node_failed with
+// info() (built only then).
+template <class Info>
+void compute(const NodePlan& np, KernelContext& ctx, const Observers& obs, const Info& info) {
+  try {
+    np.kernel->compute(ctx);
+    for (size_t o = 0; o < np.out_slots.size(); ++o)
+      if (np.out_slots[o] >= 0 && ctx.outputs[o].empty())
+        throw Error(ErrorKind::Kernel,
+                    "output " + std::to_string(o) + " ('" + np.node->outputs[o] + "') was not produced");
+  } catch (...) {
+    if (obs.count) notify_failed(obs, info());
+    rethrow_for_node(*np.node);
+  }
+}
+
 }  // namespace
 
 void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run) {
   const NodePlan& np = plan.nodes[position];
-  const Node& node = *np.node;
   KernelContext ctx;
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
   ctx.outputs.resize(np.out_slots.size());
+  const auto store_outputs = [&] {
+    for (size_t o = 0; o < np.out_slots.size(); ++o)
+      if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
+  };
+  // The run's only observer lets the executor record this node's event in
+  // its event block: no hooks, no NodeInfo (RunObserver::node_event_block).
+  if (run.node_block && np.subgraphs.empty() && run.epochs->node_epoch(run.shape_epoch, position)) {
+    RunObserver& observer = *obs.list[0];
+    if (epprof_status* st = epprof_event_block_begin(run.node_block, position)) observer.node_block_rejected(st);
+    compute(np, ctx, obs, [&] { return node_info(np, position, run); });
+    if (epprof_status* st = epprof_event_block_end(run.node_block, position)) observer.node_block_rejected(st);
+    store_outputs();
+    return;
+  }
   std::optional<NodeSubgraphs> subgraphs;
   if (__builtin_expect(!np.subgraphs.empty(), 0)) ctx.subgraphs = &subgraphs.emplace(np, values, obs, run);
-  const NodeInfo info{node,
-                      *np.provider,
-                      run.run_id,
-                      run.first_node_id ? run.first_node_id + position : 0,
-                      run.shape_epoch ? run.epochs->node_epoch(run.shape_epoch, position) : 0,
-                      np.node_index};
+  const NodeInfo info = node_info(np, position, run);
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
-  try {
-    np.kernel->compute(ctx);
-    for (size_t o = 0; o < np.out_slots.size(); ++o)
-      if (np.out_slots[o] >= 0 && ctx.outputs[o].empty())
-        throw Error(ErrorKind::Kernel, "output " + std::to_string(o) + " ('" + node.outputs[o] + "') was not produced");
-  } catch (...) {
-    if (obs.count) notify_failed(obs, info);
-    rethrow_for_node(node);
-  }
+  compute(np, ctx, obs, [&] { return info; });
   for (int k = obs.count; k-- > 0;) {
     const NodeIo io{ctx.inputs, np.input_is_initializer, ctx.outputs};
     obs.list[k]->node_end(info, io);
   }
-  for (size_t o = 0; o < np.out_slots.size(); ++o)
-    if (np.out_slots[o] >= 0) values[static_cast<size_t>(np.out_slots[o])] = std::move(ctx.outputs[o]);
+  store_outputs();
   if (__builtin_expect(obs.replays, 0))
     for (int k = 0; k < obs.count; ++k)
       if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, obs, info, n);

@@ -66,6 +66,10 @@ struct RunContext {
   // The correlation id of plan.nodes[i]'s execution is first_node_id + i
   // (ids reserved for the run in one call); 0 without observers.
   uint64_t first_node_id = 0;
+  // The event block the run's only observer records node events in, for
+  // the executor to record into directly (RunObserver::node_event_block);
+  // nullptr: none. Top-level runs only: a subgraph's run has its own ids.
+  epprof_event_block* node_block = nullptr;
 };
 
 // Up to two observers (session-wide and per-run); empty means no profiling cost.

@@ -524,6 +524,13 @@ void ProfilingObserver::run_end(const RunInfo& info) {
   if (memory_) memory_->leave();
 }
 
+epprof_event_block* ProfilingObserver::node_event_block(const RunInfo& info) {
+  const uint64_t held = held_run_.load(std::memory_order_relaxed);
+  return held & kInBlock && held >> kFirstShift == info.first_node_correlation_id ? &block_ : nullptr;
+}
+
+void ProfilingObserver::node_block_rejected(epprof_status* status) { report(status); }
+
 // Takes the event block for this run, if no other run holds it: opens it
 // when the run's epoch has its descriptions, else collects them.
 void ProfilingObserver::hold_run(const RunInfo& info) {

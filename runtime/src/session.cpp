@@ -529,6 +529,8 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
                      run.shape_epoch,
                      s.executor->nodes_on_calling_thread()};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
+  if (obs.count == 1 && !obs.replays && info.nodes_on_calling_thread && run.shape_epoch && run.first_node_id)
+    run.node_block = obs.list[0]->node_event_block(info);
   try {
     s.executor->execute(s.plan, values, obs, run);
   } catch (...) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <string>
@@ -163,6 +164,111 @@ TEST(ProfilingBlocks, AKernelThatThrowsInABlockIsRecordedWithItsError) {
   }
   EXPECT_EQ(ok, 3);
   EXPECT_EQ(failed, 1);
+}
+
+// Forwards a run's hooks to a ProfilingObserver and counts the node hooks
+// the executor calls; hands the executor the profiler's event block
+// (RunObserver::node_event_block) when `hand_block`, as the profiler does.
+class CountingObserver final : public RunObserver {
+ public:
+  CountingObserver(ProfilingObserver& inner, bool hand_block) : inner_(inner), hand_block_(hand_block) {}
+  void run_begin(const RunInfo& i) override { inner_.run_begin(i); }
+  void run_end(const RunInfo& i) override { inner_.run_end(i); }
+  void node_begin(const NodeInfo& i) override {
+    ++node_begins;
+    inner_.node_begin(i);
+  }
+  void node_end(const NodeInfo& i, const NodeIo& io) override {
+    ++node_ends;
+    inner_.node_end(i, io);
+  }
+  void node_failed(const NodeInfo& i, const char* what) override { inner_.node_failed(i, what); }
+  epprof_event_block* node_event_block(const RunInfo& i) override {
+    return hand_block_ ? inner_.node_event_block(i) : nullptr;
+  }
+  int node_begins = 0, node_ends = 0;
+
+ private:
+  ProfilingObserver& inner_;
+  const bool hand_block_;
+};
+
+struct Counted {
+  std::vector<std::string> node_events;
+  int node_begins, node_ends;
+  uint64_t block_runs;
+};
+
+// Three runs of one epoch with a per-run profiler behind a CountingObserver,
+// and, when `session_too`, a session-level profiler as a second observer.
+Counted count_hooks(epprof::testing::TempDir& dir, const std::string& name, bool hand_block, bool session_too) {
+  ProfilingObserver run_profiler(options(dir.file(name + ".json"), true));
+  ProfilingObserver session_profiler(options(dir.file(name + "_session.json"), true));
+  CountingObserver counting(run_profiler, hand_block);
+  SessionOptions so;
+  if (session_too) so.observer = &session_profiler;
+  Session s = Session::from_bytes(chain_model(), so);
+  RunOptions ro;
+  ro.observer = &counting;
+  for (int run = 0; run < 3; ++run) s.run({{"x", rows(2)}}, ro);
+  const uint64_t block_runs = run_profiler.runs_in_event_blocks();
+  run_profiler.finish();
+  session_profiler.finish();
+  auto events = epprof::testing::read_trace(run_profiler.trace_path());
+  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  return {node_events(events), counting.node_begins, counting.node_ends, block_runs};
+}
+
+// A run whose only observer hands over its block skips the node hooks of
+// every node the block records (the epoch's first run collects, through
+// them), and its trace says what the hooks would have recorded.
+TEST(ProfilingBlocks, TheExecutorRecordsStraightIntoTheBlockOfARunsOnlyObserver) {
+  epprof::testing::TempDir dir;
+  const Counted direct = count_hooks(dir, "direct", true, false);
+  const Counted hooks = count_hooks(dir, "hooks", false, false);
+  EXPECT_EQ(direct.block_runs, 2u);
+  EXPECT_EQ(hooks.block_runs, 2u);
+  EXPECT_EQ(direct.node_begins, 3);  // the first run's three nodes
+  EXPECT_EQ(direct.node_ends, 3);
+  EXPECT_EQ(hooks.node_begins, 9);
+  ASSERT_EQ(direct.node_events.size(), 9u);
+  EXPECT_EQ(direct.node_events, hooks.node_events);
+  // A second observer (a session-level profiler): every node gets the hooks.
+  const Counted two = count_hooks(dir, "two", true, true);
+  EXPECT_EQ(two.node_begins, 9);
+  EXPECT_EQ(two.node_events, hooks.node_events);
+}
+
+// What the block's calls return goes back to the observer, and the run
+// goes on: here the block handed over was never opened.
+TEST(ProfilingBlocks, ARejectedBlockCallIsHandedToTheObserver) {
+  class ClosedBlock final : public RunObserver {
+   public:
+    epprof_event_block* node_event_block(const RunInfo&) override { return &block_; }
+    void node_block_rejected(epprof_status* status) override {
+      codes.push_back(epprof_status_get_code(status));
+      epprof_status_release(status);
+    }
+    void node_begin(const NodeInfo&) override { ++node_begins; }
+    std::vector<epprof_status_code> codes;
+    int node_begins = 0;
+
+   private:
+    epprof_event_block block_{};
+  } observer;
+  Session s = Session::from_bytes(chain_model());
+  RunOptions ro;
+  ro.observer = &observer;
+  const Tensor x = rows(2);
+  const auto out = s.run({{"x", x}}, ro);
+  EXPECT_EQ(observer.node_begins, 0);
+  ASSERT_EQ(observer.codes.size(), 6u);  // each node's begin and end
+  for (epprof_status_code c : observer.codes) EXPECT_EQ(c, EPPROF_INVALID_ARGUMENT);
+  const float* y = out.at(0).data<float>();
+  for (int64_t k = 0; k < x.size(); ++k) {
+    const float v = x.data<float>()[k];
+    EXPECT_FLOAT_EQ(y[k], 1.0f / (1.0f + std::exp(-std::max(v, 0.0f))) + v) << k;
+  }
 }
 
 // Runs on two threads share one observer: one run at a time holds the

@@ -121,6 +121,9 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   bool may_replay_kernels() const override { return dispatch_ != nullptr; }
   void replay_begin(const NodeInfo& info, const ReplayInfo& replay) override;
   void replay_end(const NodeInfo& info, const ReplayInfo& replay, const char* error) override;
+  // The event block of a run that holds it (ProfilingOptions::event_blocks).
+  epprof_event_block* node_event_block(const RunInfo& info) override;
+  void node_block_rejected(epprof_status* status) override;
 
  private:
   struct HotNode;
