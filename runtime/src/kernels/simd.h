@@ -7,15 +7,17 @@
 //
 // Results may differ between clones in the last bits: the v3 and v4 clones
 // contract a * b + c into a fused multiply-add, as ONNX Runtime's kernels do.
-// Elsewhere (other compilers, other targets) the macro is empty and the loops
-// build for the baseline. So it is under ThreadSanitizer: the loader runs an
+// Elsewhere (Clang, other targets) the macro is empty and the loops build
+// for the baseline. So it is under ThreadSanitizer: the loader runs an
 // ifunc's resolver while relocating, before TSan's runtime is up, and TSan's
 // instrumentation of the resolver then crashes the process at start. And so
 // it is under AddressSanitizer: a clone is the same source loop compiled
 // three times, so the sanitizer checks its memory accesses as well in the
 // baseline build, and the clones made elementwise.cpp alone take over two
 // minutes to build there. The loops that at_widest_vector() builds per level
-// (their own source for each vector width) are kept under both.
+// (their own source for each vector width: the implicit GEMM's tiles) are
+// built by GCC and Clang, under AddressSanitizer too (CI's, a Clang build,
+// runs them), not under ThreadSanitizer.
 //
 // GCC 12 treats a cloned function as one that cannot throw: an exception
 // leaving it terminates the process. So a clone that calls code which may
@@ -27,17 +29,15 @@
 #include <exception>
 #include <type_traits>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
-    !defined(__SANITIZE_THREAD__)
-#if defined(__SANITIZE_ADDRESS__)
-#define EPPROF_SIMD_CLONES
-#else
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#if !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define EPPROF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 // Functions may also be built per x86-64 level with their own vector
 // width: at_widest_vector() below.
 #define EPPROF_SIMD_LEVELS 1
-#else
+#endif
+#ifndef EPPROF_SIMD_CLONES
 #define EPPROF_SIMD_CLONES
 #endif
 
@@ -101,7 +101,18 @@ __attribute__((target("arch=x86-64-v3"))) void run_v3(Body& body) noexcept {
 template <typename T, typename Body>
 void at_widest_vector(Body&& body) noexcept {
 #if EPPROF_SIMD_LEVELS
+#if defined(__clang__)  // Clang 14 knows the levels' features, not the levels
+  static const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  static const int level = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                                   __builtin_cpu_supports("avx512vl")
+                               ? 4
+                           : v3 ? 3
+                                : 0;
+#else
   static const int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+#endif
   if (level == 4) return simd_detail::run_v4<T>(body);
   if (level == 3) return simd_detail::run_v3<T>(body);
 #endif
