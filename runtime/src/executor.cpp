@@ -175,7 +175,9 @@ class ParallelExecutor final : public Executor {
 class NodeSubgraphs final : public SubgraphRunner {
  public:
   NodeSubgraphs(const NodePlan& np, const std::vector<Tensor>& values, const Observers& obs, const RunContext& run)
-      : np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {}
+      : np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {
+    run_.ask_for_blocks = run.ask_for_blocks;
+  }
 
   std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> inputs) const override {
     const SubgraphPlan* sp = nullptr;
@@ -199,6 +201,8 @@ class NodeSubgraphs final : public SubgraphRunner {
       run.epochs = sp->epochs.get();
       if (!plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(plan.nodes.size());
     }
+    std::optional<SubgraphBlock> block;
+    if (run.ask_for_blocks && run.shape_epoch && run.first_node_id) block.emplace(*obs_.list[0], *sp, run);
     Releaser rel(plan);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
       run_node(plan, i, values, obs_, run);
@@ -214,7 +218,27 @@ class NodeSubgraphs final : public SubgraphRunner {
   const NodePlan& np_;
   const std::vector<Tensor>& values_;
   const Observers& obs_;
-  const RunContext run_;  // the top-level epoch does not hold inside: subgraphs have their own
+  RunContext run_;  // the top-level epoch does not hold inside: subgraphs have their own
+
+  // The event block of one execution of a subgraph, from the run's only
+  // observer (RunObserver::subgraph_event_block), into run.node_block;
+  // subgraph_run_end when the execution ends, however it ends.
+  class SubgraphBlock {
+   public:
+    SubgraphBlock(RunObserver& observer, const SubgraphPlan& sp, RunContext& run)
+        : observer_(observer),
+          info_{run.run_id,      sp.plan.get(),    sp.nodes.size(),        run.first_node_id,
+                run.shape_epoch, sp.nodes.data(), sp.node_indices.data(), sp.in_block.data()} {
+      run.node_block = observer_.subgraph_event_block(info_);
+    }
+    ~SubgraphBlock() { observer_.subgraph_run_end(info_); }
+    SubgraphBlock(const SubgraphBlock&) = delete;
+    SubgraphBlock& operator=(const SubgraphBlock&) = delete;
+
+   private:
+    RunObserver& observer_;
+    const SubgraphRunInfo info_;
+  };
 
   // The epoch of this execution of the subgraph (0: none), from the shapes
   // of its inputs and of the outer values it reads.

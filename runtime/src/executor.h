@@ -26,6 +26,11 @@ struct SubgraphPlan {
   // For each of plan->outer_slots: the position of its value in the
   // node's implicit_slots.
   std::vector<size_t> outer_from;
+  // The plan's nodes and their NodeInfo::node_index, by position
+  // (SubgraphRunInfo).
+  std::vector<const Node*> nodes;
+  std::vector<size_t> node_indices;
+  std::vector<uint8_t> in_block;  // run_node records it into a block (no subgraphs, in every epoch)
 };
 
 struct NodePlan {
@@ -68,8 +73,12 @@ struct RunContext {
   uint64_t first_node_id = 0;
   // The event block the run's only observer records node events in, for
   // the executor to record into directly (RunObserver::node_event_block);
-  // nullptr: none. Top-level runs only: a subgraph's run has its own ids.
+  // nullptr: none. A subgraph's execution has a block of its own
+  // (RunObserver::subgraph_event_block).
   epprof_event_block* node_block = nullptr;
+  // Whether the run's observer is asked for blocks: it is the only one, it
+  // replays no kernels, and the nodes run on the calling thread.
+  bool ask_for_blocks = false;
 };
 
 // Up to two observers (session-wide and per-run); empty means no profiling cost.

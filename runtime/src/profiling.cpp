@@ -365,6 +365,22 @@ struct ProfilingObserver::Runs {
   }
 };
 
+// A subgraph plan's event block (subgraph_event_block). The execution that
+// holds it (holder: its first correlation id) either records into it or,
+// for an epoch without descriptions yet, runs through the hooks and then
+// describes the epoch from the args each node left for it.
+struct ProfilingObserver::SubgraphRuns {
+  Runs runs;  // held, and the epochs' descriptions (not `collecting`)
+  epprof_event_block block{};
+  std::atomic<uint64_t> holder{0};  // 0: not held
+  // The holder's, on its thread:
+  size_t count = 0;
+  bool open = false;
+  SubgraphRuns* outer = nullptr;  // open_subgraphs_ below this one
+};
+
+thread_local ProfilingObserver::SubgraphRuns* ProfilingObserver::open_subgraphs_ = nullptr;
+
 ProfilingObserver::ProfilingObserver(const ProfilingOptions& options)
     : use_blocks_(options.event_blocks && options.plugins.empty() && !options.sessions &&
                   !options.trace_path.empty()),
@@ -530,6 +546,81 @@ epprof_event_block* ProfilingObserver::node_event_block(const RunInfo& info) {
 }
 
 void ProfilingObserver::node_block_rejected(epprof_status* status) { report(status); }
+
+ProfilingObserver::SubgraphRuns* ProfilingObserver::subgraph_runs(const void* subgraph) {
+  std::lock_guard<std::mutex> lock(subgraphs_mu_);
+  try {
+    auto& sr = subgraphs_[subgraph];
+    if (!sr) sr = std::make_unique<SubgraphRuns>();
+    return sr.get();
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // this execution takes the hooks
+  }
+}
+
+epprof_event_block* ProfilingObserver::subgraph_event_block(const SubgraphRunInfo& info) {
+  if (!use_blocks_ || info.num_nodes == 0 || info.num_nodes >= (uint64_t(1) << kCountBits) || !info.shape_epoch)
+    return nullptr;
+  SubgraphRuns* sr = subgraph_runs(info.subgraph);
+  if (!sr || sr->runs.held.exchange(true, std::memory_order_acquire)) return nullptr;  // another execution has it
+  sr->holder.store(info.first_node_correlation_id, std::memory_order_relaxed);
+  sr->count = info.num_nodes;
+  sr->open = false;
+  sr->outer = open_subgraphs_;
+  open_subgraphs_ = sr;
+  if (const Runs::Epoch* e = sr->runs.find(info.shape_epoch, info.num_nodes)) {
+    epprof_status* st = epprof_event_block_open(profiler_, EPPROF_CATEGORY_NODE, info.first_node_correlation_id,
+                                                info.num_nodes, e->descs.data(), &sr->block);
+    if (!st) {
+      sr->open = true;
+      return &sr->block;
+    }
+    report(st);
+  }
+  return nullptr;  // through the hooks; subgraph_run_end describes the epoch
+}
+
+void ProfilingObserver::subgraph_run_end(const SubgraphRunInfo& info) {
+  SubgraphRuns* sr = open_subgraphs_;
+  if (!sr || sr->holder.load(std::memory_order_relaxed) != info.first_node_correlation_id) return;  // not held
+  open_subgraphs_ = sr->outer;
+  if (sr->open) {
+    report(epprof_event_block_close(&sr->block));
+    sr->open = false;
+  } else {
+    describe_epoch(*sr, info);
+  }
+  sr->holder.store(0, std::memory_order_relaxed);
+  sr->runs.held.store(false, std::memory_order_release);
+}
+
+// After an execution through the hooks: the epoch's descriptions, when
+// every node the executor will record into the block left its event name
+// and its args for the epoch. The others (they hold subgraphs, or their
+// shapes vary) get the hooks, never the block: their name alone.
+void ProfilingObserver::describe_epoch(SubgraphRuns& sr, const SubgraphRunInfo& info) {
+  if (sr.runs.find(info.shape_epoch, info.num_nodes)) return;  // described; its block did not open
+  try {
+    auto e = std::make_unique<Runs::Epoch>(Runs::Epoch{info.shape_epoch, {}});
+    e->descs.reserve(info.num_nodes);
+    for (size_t pos = 0; pos < info.num_nodes; ++pos) {
+      const NodeState n = node_state(info.node_indices[pos]);
+      if (n.hot.owner.load(std::memory_order_acquire) != info.nodes[pos]) return;  // not executed yet
+      const uint64_t args = n.hot.epoch_args.load(std::memory_order_acquire);
+      epprof_event_desc d{n.hot.event, 0};
+      if (info.in_block[pos]) {
+        if (args >> HotNode::kSetBits != info.shape_epoch) return;
+        d.args = epprof_arg_set_id(args & ((uint64_t(1) << HotNode::kSetBits) - 1));
+      }
+      e->descs.push_back(d);
+    }
+    std::vector<std::unique_ptr<Runs::Epoch>>& epochs = sr.runs.epochs;
+    if (epochs.size() == Runs::kMaxEpochs) epochs.erase(epochs.begin());
+    epochs.push_back(std::move(e));
+  } catch (const std::bad_alloc&) {
+    // A later execution of the epoch describes it.
+  }
+}
 
 // Takes the event block for this run, if no other run holds it: opens it
 // when the run's epoch has its descriptions, else collects them.
@@ -710,6 +801,18 @@ void ProfilingObserver::node_failed(const NodeInfo& info, const char* what) {
   if (position != kNotHeld && in_block) {
     report(epprof_event_block_end_with_args(&block_, position, args, num_args));
     return;
+  }
+  // A node the executor recorded into a subgraph's block. One of that
+  // execution that took the hooks (it has subgraphs of its own) is not
+  // begun in the block, which says so, and ends below.
+  for (SubgraphRuns* sr = open_subgraphs_; sr; sr = sr->outer) {
+    const uint64_t at = info.correlation_id - sr->holder.load(std::memory_order_relaxed);
+    if (!sr->open || at >= sr->count) continue;
+    if (epprof_status* st = epprof_event_block_end_with_args(&sr->block, at, args, num_args))
+      epprof_status_release(st);
+    else
+      return;
+    break;
   }
   report(epprof_event_end(profiler_, info.correlation_id, args, num_args));
 }

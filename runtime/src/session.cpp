@@ -315,6 +315,12 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
       sp.graph = kv.second.graph.get();
       sp.plan = compile_subgraph(s, *sp.graph, next_key, s.options.fold_constants ? &known : nullptr);
       sp.epochs = std::make_shared<detail::ShapeEpochs>(detail::prove_epochs(*sp.plan));
+      for (size_t pos = 0; pos < sp.plan->nodes.size(); ++pos) {
+        const detail::NodePlan& sub = sp.plan->nodes[pos];
+        sp.nodes.push_back(sub.node);
+        sp.node_indices.push_back(sub.node_index);
+        sp.in_block.push_back(sub.subgraphs.empty() && sp.epochs->covers(pos));  // as run_node decides
+      }
       for (const auto& name : sp.graph->outer_inputs)  // both sorted; a subset of the node's
         sp.outer_from.push_back(static_cast<size_t>(
             std::lower_bound(node.implicit_inputs.begin(), node.implicit_inputs.end(), name) -
@@ -529,8 +535,8 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
                      run.shape_epoch,
                      s.executor->nodes_on_calling_thread()};
   for (int k = 0; k < obs.count; ++k) obs.list[k]->run_begin(info);
-  if (obs.count == 1 && !obs.replays && info.nodes_on_calling_thread && run.shape_epoch && run.first_node_id)
-    run.node_block = obs.list[0]->node_event_block(info);
+  run.ask_for_blocks = obs.count == 1 && !obs.replays && info.nodes_on_calling_thread && run.first_node_id;
+  if (run.ask_for_blocks && run.shape_epoch) run.node_block = obs.list[0]->node_event_block(info);
   try {
     s.executor->execute(s.plan, values, obs, run);
   } catch (...) {

@@ -52,6 +52,8 @@ class ShapeEpochs {
   uint64_t node_epoch(uint64_t run_epoch, size_t position) const {
     return run_epoch && !key_.node_varies[position] ? run_epoch : 0;
   }
+  // Whether plan.nodes[position] is in every nonzero epoch.
+  bool covers(size_t position) const { return !key_.node_varies[position]; }
 
  private:
   const EpochKey key_;

@@ -50,6 +50,53 @@ std::string gather_model() {
   return bytes(m);
 }
 
+// Loop M times over acc[2], the body's If on its (always true) condition
+// adding x (then) or subtracting it (else): executions of a subgraph inside
+// another's, many to a run, both reading the outer x.
+std::string loop_model() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "M", {}, onnx::TensorProto::INT64);
+  add_io(m, true, "x", {2});
+  add_float_init(m, "acc0", {2}, {0, 0});
+  auto* loop = add_node(m, "Loop", "loop", {"M", "", "acc0"}, {"acc"});
+  auto* body = graph_attr(loop, "body");
+  gio(body, true, "i", onnx::TensorProto::INT64);
+  gio(body, true, "cond_in", onnx::TensorProto::BOOL);
+  gio(body, true, "acc_in", onnx::TensorProto::FLOAT, {2});
+  gnode(body, "Identity", "keep_going", {"cond_in"}, {"cond_out"});
+  auto* pick = gnode(body, "If", "pick", {"cond_in"}, {"acc_out"});
+  auto* then_g = graph_attr(pick, "then_branch");
+  gnode(then_g, "Add", "add_x", {"acc_in", "x"}, {"plus"});
+  gio(then_g, false, "plus", onnx::TensorProto::FLOAT, {2});
+  auto* else_g = graph_attr(pick, "else_branch");
+  gnode(else_g, "Sub", "sub_x", {"acc_in", "x"}, {"minus"});
+  gio(else_g, false, "minus", onnx::TensorProto::FLOAT, {2});
+  gio(body, false, "cond_out", onnx::TensorProto::BOOL);
+  gio(body, false, "acc_out", onnx::TensorProto::FLOAT, {2});
+  add_io(m, false, "acc", {2});
+  return bytes(m);
+}
+
+// If(c): then Gather(table[5,3], i[2]) -> Relu, else the table's first two
+// rows: a subgraph node that throws on the caller's indices.
+std::string if_gather_model() {
+  onnx::ModelProto m = make_model(16);
+  add_float_init(m, "table", {5, 3}, std::vector<float>(15, 1.0f));
+  add_int64_init(m, "first_two", {2}, {0, 1});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  add_io(m, true, "i", {2}, onnx::TensorProto::INT64);
+  auto* iff = add_node(m, "If", "if", {"c"}, {"y"});
+  auto* then_g = graph_attr(iff, "then_branch");
+  gnode(then_g, "Gather", "gather", {"table", "i"}, {"g"});
+  gnode(then_g, "Relu", "relu", {"g"}, {"r"});
+  gio(then_g, false, "r", onnx::TensorProto::FLOAT, {2, 3});
+  auto* else_g = graph_attr(iff, "else_branch");
+  gnode(else_g, "Gather", "head", {"table", "first_two"}, {"h"});
+  gio(else_g, false, "h", onnx::TensorProto::FLOAT, {2, 3});
+  add_io(m, false, "y", {2, 3});
+  return bytes(m);
+}
+
 Tensor rows(int64_t n) {
   Tensor t(DataType::Float, {n, 3});
   for (int64_t k = 0; k < t.size(); ++k) t.mutable_data<float>()[k] = float(k % 7) - 3;
@@ -167,8 +214,9 @@ TEST(ProfilingBlocks, AKernelThatThrowsInABlockIsRecordedWithItsError) {
 }
 
 // Forwards a run's hooks to a ProfilingObserver and counts the node hooks
-// the executor calls; hands the executor the profiler's event block
-// (RunObserver::node_event_block) when `hand_block`, as the profiler does.
+// the executor calls; hands the executor the profiler's event blocks
+// (RunObserver::node_event_block, subgraph_event_block) when `hand_block`,
+// as the profiler does.
 class CountingObserver final : public RunObserver {
  public:
   CountingObserver(ProfilingObserver& inner, bool hand_block) : inner_(inner), hand_block_(hand_block) {}
@@ -186,6 +234,10 @@ class CountingObserver final : public RunObserver {
   epprof_event_block* node_event_block(const RunInfo& i) override {
     return hand_block_ ? inner_.node_event_block(i) : nullptr;
   }
+  epprof_event_block* subgraph_event_block(const SubgraphRunInfo& i) override {
+    return hand_block_ ? inner_.subgraph_event_block(i) : nullptr;
+  }
+  void subgraph_run_end(const SubgraphRunInfo& i) override { inner_.subgraph_run_end(i); }
   int node_begins = 0, node_ends = 0;
 
  private:
@@ -269,6 +321,82 @@ TEST(ProfilingBlocks, ARejectedBlockCallIsHandedToTheObserver) {
     const float v = x.data<float>()[k];
     EXPECT_FLOAT_EQ(y[k], 1.0f / (1.0f + std::exp(-std::max(v, 0.0f))) + v) << k;
   }
+}
+
+// The executions of subgraphs in a run that records into its block
+// record into blocks of their own: in a run whose epochs are all
+// described, only the nodes that hold subgraphs (the Loop, its body's If)
+// take the hooks, and the trace says what the hooks would have recorded.
+TEST(ProfilingBlocks, SubgraphExecutionsRecordIntoBlocksOfTheirOwn) {
+  epprof::testing::TempDir dir;
+  constexpr int64_t kIterations = 4;
+  const std::map<std::string, Tensor> inputs = {{"M", Tensor::scalar<int64_t>(kIterations)},
+                                                {"x", Tensor::from_vector<float>({2}, {1, 2})}};
+  struct Profile {
+    std::vector<std::string> node_events;
+    std::vector<int> hooks_per_run;
+  };
+  auto profile = [&](const std::string& name, bool event_blocks) {
+    ProfilingObserver profiler(options(dir.file(name + ".json"), event_blocks));
+    CountingObserver counting(profiler, true);
+    Session s = Session::from_bytes(loop_model());
+    RunOptions ro;
+    ro.observer = &counting;
+    Profile p;
+    for (int run = 0; run < 4; ++run) {
+      const int before = counting.node_begins;
+      const auto out = s.run(inputs, ro);
+      EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{4, 8})) << name << " run " << run;
+      p.hooks_per_run.push_back(counting.node_begins - before);
+    }
+    profiler.finish();
+    auto events = epprof::testing::read_trace(profiler.trace_path());
+    std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+    p.node_events = node_events(events);
+    return p;
+  };
+  const Profile with = profile("with", true), without = profile("without", false);
+  // Per run: the Loop, then per iteration keep_going, pick and pick's add_x.
+  const int per_run = 1 + 3 * int(kIterations);
+  EXPECT_EQ(without.hooks_per_run, std::vector<int>(4, per_run));
+  // The first iteration takes the hooks and describes the body's epoch and
+  // the branch's; the later ones record into blocks, but for their If.
+  EXPECT_EQ(with.hooks_per_run.front(), 1 + 3 + int(kIterations - 1));
+  EXPECT_EQ(with.hooks_per_run.back(), 1 + int(kIterations)) << "the Loop and each iteration's If";
+  ASSERT_EQ(with.node_events.size(), size_t(4 * per_run));
+  EXPECT_EQ(with.node_events, without.node_events);
+}
+
+// A subgraph node that throws inside its block is recorded with the
+// error, and the block is usable again.
+TEST(ProfilingBlocks, ASubgraphKernelThatThrowsInABlockIsRecordedWithItsError) {
+  epprof::testing::TempDir dir;
+  ProfilingObserver profiler(options(dir.file("if.json"), true));
+  CountingObserver counting(profiler, true);
+  Session s = Session::from_bytes(if_gather_model());
+  RunOptions ro;
+  ro.observer = &counting;
+  auto run = [&](int64_t a, int64_t b) {
+    return s.run({{"c", Tensor::scalar<bool>(true)}, {"i", Tensor::from_vector<int64_t>({2}, {a, b})}}, ro);
+  };
+  for (int k = 0; k < 3; ++k) run(0, 4);  // collects the top level's, then the branch's, then in blocks
+  const int hooks = counting.node_begins;
+  EXPECT_THROW(run(1, 9), Error);
+  EXPECT_EQ(counting.node_begins, hooks + 1) << "only the If takes the hooks";
+  run(3, 3);
+  profiler.finish();
+  int ok = 0, failed = 0;
+  for (const auto& e : epprof::testing::read_trace(profiler.trace_path())) {
+    if (e.name != "if/then_branch/gather_kernel_time") continue;
+    if (e.has_arg("error")) {
+      ++failed;
+      EXPECT_NE(e.arg("error").find("out of range"), std::string::npos) << e.arg("error");
+    } else {
+      ++ok;
+    }
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(failed, 1);
 }
 
 // Runs on two threads share one observer: one run at a time holds the

@@ -64,6 +64,24 @@ struct NodeInfo {
   size_t node_index = 0;
 };
 
+// One execution of a subgraph (an If branch, a Loop or Scan body) by the
+// node that holds it (RunObserver::subgraph_event_block). Its nodes'
+// correlation ids are first_node_correlation_id + position in the
+// subgraph's plan. Pointers valid only during the call.
+struct SubgraphRunInfo {
+  uint64_t run_id;
+  const void* subgraph;        // the subgraph's plan, unique while its session lives
+  size_t num_nodes;            // positions of the plan, >= 1
+  uint64_t first_node_correlation_id;
+  uint64_t shape_epoch;        // the execution's epoch, nonzero: NodeInfo::shape_epoch of the nodes it covers
+  const Node* const* nodes;    // the node at each position
+  const size_t* node_indices;  // NodeInfo::node_index at each position
+  // At each position: 1 where the executor records the node into the block
+  // subgraph_event_block returns (its shapes follow the epoch, it holds no
+  // subgraph), 0 where the node gets the hooks.
+  const uint8_t* in_block;
+};
+
 // One kernel replay of a node (RunObserver::kernel_replays).
 struct ReplayInfo {
   uint32_t pass;            // 1..passes
@@ -131,6 +149,17 @@ class RunObserver {
   // for them: on a model of tiny kernels (25 nodes in 9 µs), 2.5 % of a
   // run (bench/README.md).
   virtual epprof_event_block* node_event_block(const RunInfo&) { return nullptr; }
+  // The same for one execution of a subgraph, asked on the thread that
+  // runs it, in a run whose observer is asked for node_event_block (whether
+  // the run has an epoch or not), when the execution has one. The executor
+  // records the subgraph's nodes into the returned block by their
+  // positions in the subgraph's plan, as above; the block stays open until
+  // subgraph_run_end, which every execution that was asked gets, after its
+  // last node, also when one of them threw. Executions of one subgraph can
+  // nest in other subgraphs' (a Loop inside an If branch), each with its
+  // own call pair.
+  virtual epprof_event_block* subgraph_event_block(const SubgraphRunInfo&) { return nullptr; }
+  virtual void subgraph_run_end(const SubgraphRunInfo&) {}
   // Takes `status` (owned), returned by epprof_event_block_begin or _end on
   // the block from node_event_block; the node's event is then not recorded.
   // The default releases it.

@@ -124,6 +124,10 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   // The event block of a run that holds it (ProfilingOptions::event_blocks).
   epprof_event_block* node_event_block(const RunInfo& info) override;
   void node_block_rejected(epprof_status* status) override;
+  // A block per subgraph plan, held by one execution at a time; an epoch's
+  // descriptions come from an execution through the hooks.
+  epprof_event_block* subgraph_event_block(const SubgraphRunInfo& info) override;
+  void subgraph_run_end(const SubgraphRunInfo& info) override;
 
  private:
   struct HotNode;
@@ -131,7 +135,13 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   struct Block;
   struct Spilled;
   struct Runs;
+  struct SubgraphRuns;
   class MemoryTracking;
+  SubgraphRuns* subgraph_runs(const void* subgraph);
+  void describe_epoch(SubgraphRuns& sr, const SubgraphRunInfo& info);
+  // The subgraph blocks this thread's executions hold, innermost first
+  // (SubgraphRuns::outer), whichever observer holds them.
+  static thread_local SubgraphRuns* open_subgraphs_;
   // The run that holds the event block, or collects its epoch's event
   // descriptions for it: its first node correlation id, whether the block
   // is open, and its node count, in one word so that a hook of another run
@@ -197,6 +207,8 @@ class alignas(64) ProfilingObserver final : public RunObserver {
   std::unique_ptr<MemoryTracking> memory_;  // ProfilingOptions::memory
   std::mutex mu_;
   std::map<size_t, std::unique_ptr<Spilled>> overflow_;  // node indices past the blocks
+  std::mutex subgraphs_mu_;
+  std::map<const void*, std::unique_ptr<SubgraphRuns>> subgraphs_;  // by SubgraphRunInfo::subgraph
   std::atomic<bool> warned_{false};
 };
 
