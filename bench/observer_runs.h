@@ -14,6 +14,9 @@
 
 namespace epprof::bench {
 
+// time_settings' default streak: three runs, the last two recorded.
+constexpr int kStreak = 3;
+
 // One setting to time: runs of `session` with `observer` as each run's
 // observer (RunOptions::observer; nullptr: none).
 struct Setting {
@@ -37,7 +40,7 @@ struct Setting {
 // column of epprof_runtime_bench), more than the effect measured here.
 inline std::vector<std::vector<double>> time_settings(const std::vector<Setting>& settings,
                                                       const std::map<std::string, rt::Tensor>& inputs, int rounds,
-                                                      int streak = 3) {
+                                                      int streak = kStreak) {
   std::vector<std::vector<double>> times(settings.size());
   for (auto& t : times) t.reserve(size_t(std::max(0, rounds)) * size_t(streak - 1));
   std::vector<size_t> order(settings.size());
@@ -57,6 +60,31 @@ inline std::vector<std::vector<double>> time_settings(const std::vector<Setting>
     }
   }
   return times;
+}
+
+// What `on` costs over `off`, from two settings' times as time_settings()
+// returned them (`per_round` recorded runs a round, in round order; several
+// calls' times may be concatenated): the median over the rounds of the ratio
+// of on's mean to off's mean in that round. Both sides of a round's ratio
+// ran within a few of the model's runs of each other, on the same machine
+// state; a median over the whole benchmark compares runs up to seconds
+// apart, and on these shared machines the speed of the same session drifts
+// by more than the effect measured (an off median of 1.42 ms in one
+// invocation, 1.73 ms in the next, minutes later). 0 with no whole round.
+inline double paired_ratio(const std::vector<double>& on, const std::vector<double>& off,
+                           size_t per_round = kStreak - 1) {
+  const size_t rounds = std::min(on.size(), off.size()) / per_round;
+  if (rounds == 0) return 0;
+  std::vector<double> ratios(rounds);
+  for (size_t r = 0; r < rounds; ++r) {
+    double a = 0, b = 0;
+    for (size_t k = r * per_round; k < (r + 1) * per_round; ++k) a += on[k], b += off[k];
+    ratios[r] = a / b;
+  }
+  const auto mid = ratios.begin() + ptrdiff_t(rounds / 2);
+  std::nth_element(ratios.begin(), mid, ratios.end());
+  if (rounds % 2) return *mid;
+  return (*mid + *std::max_element(ratios.begin(), mid)) / 2;
 }
 
 }  // namespace epprof::bench

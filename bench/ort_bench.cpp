@@ -216,7 +216,8 @@ double max_rel_error(const Session& s, const std::vector<Tensor>& ours, const st
 struct Row {
   std::string model;
   bool conv = false, diagnostic = false, ort = false;
-  double e1 = 0, e2 = 0, i1 = 0, p1 = 0, f1 = 0, o1 = 0, o2 = 0;  // medians, ms
+  double e1 = 0, e2 = 0, o1 = 0, o2 = 0;  // medians, ms
+  double prof = 0, floor = 0;             // on/off, paired (observer_runs.h)
   double err = NAN;
   int runs = 0;
   std::string ort_error;  // ONNX Runtime failed on this model
@@ -368,9 +369,8 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
   }
   std::remove(trace.c_str());
   r.e1 = median(e1);
-  r.i1 = median(i1);
-  r.p1 = median(p1);
-  r.f1 = median(f1);
+  r.prof = paired_ratio(p1, i1);
+  r.floor = paired_ratio(f1, i1);
   r.e2 = median(e2);
   if (r.ort) {
     r.o1 = median(o1);
@@ -462,10 +462,10 @@ int main(int argc, char** argv) {
       const std::string name = r.model + (r.conv ? "*" : "");
       if (r.ort)
         std::printf("%-20s %9.4f %9.4f %7.3f %9.4f %9.4f %7.2f %7.2f %10.2e %8.4f %8.4f %7d\n", name.c_str(), r.e1,
-                    r.o1, r.e1 / r.o1, r.e2, r.o2, r.e1 / r.e2, r.o1 / r.o2, r.err, r.p1 / r.i1, r.f1 / r.i1, r.runs);
+                    r.o1, r.e1 / r.o1, r.e2, r.o2, r.e1 / r.e2, r.o1 / r.o2, r.err, r.prof, r.floor, r.runs);
       else
         std::printf("%-20s %9.4f %9s %7s %9.4f %9s %7.2f %7s %10s %8.4f %8.4f %7d\n", name.c_str(), r.e1, "-", "-",
-                    r.e2, "-", r.e1 / r.e2, "-", "-", r.p1 / r.i1, r.f1 / r.i1, r.runs);
+                    r.e2, "-", r.e1 / r.e2, "-", "-", r.prof, r.floor, r.runs);
       if (!r.ort_error.empty()) {
         std::printf("  %s: %s\n", r.model.c_str(), r.ort_error.c_str());
         ok = false;
@@ -486,12 +486,12 @@ int main(int argc, char** argv) {
   int conv_models = 0;
   for (const Row& r : rows) {
     if (r.diagnostic) continue;
-    if (r.p1 / r.i1 > worst_prof) worst_prof = r.p1 / r.i1, worst_prof_model = r.model;
-    if (r.p1 / r.i1 > 1.03) {
+    if (r.prof > worst_prof) worst_prof = r.prof, worst_prof_model = r.model;
+    if (r.prof > 1.03) {
       char buf[160];
       // '*': the floor observer is over the target too, in the same runs.
       std::snprintf(buf, sizeof buf, "%s%s %.3f (floor %.3f%s)", prof_over.empty() ? "" : ", ", r.model.c_str(),
-                    r.p1 / r.i1, r.f1 / r.i1, r.f1 / r.i1 > 1.03 ? "*" : "");
+                    r.prof, r.floor, r.floor > 1.03 ? "*" : "");
       prof_over += buf;
     }
     if (!r.ort) continue;
@@ -539,7 +539,8 @@ int main(int argc, char** argv) {
       "Each of these is a stream of one session's runs back to back, as ONNX Runtime's are.\n"
       "max rel err: max |a - b| / (|b| + 1e-3) over every output element, a epprof's, b ONNX Runtime's (1 thread).\n"
       "prof on/off: epprof with a ProfilingObserver / without, 1 thread: runs of the 1-thread session with\n"
-      "the profiler as the run's observer and without, interleaved in shuffled streaks (bench/observer_runs.h).\n"
+      "the profiler as the run's observer and without, interleaved in shuffled streaks; the median over the\n"
+      "rounds of the streaks of on's time over off's in the same round (bench/observer_runs.h).\n"
       "floor on/off: the same with the least any per-node timeline costs instead of the profiler (two TSC reads\n"
       "and a 16-byte store per node execution and per run), in the same interleaved runs.\n"
       "runs: timed runs per stream, after 5 warm-up runs each; blocks of the two runtimes alternate in rotating\n"

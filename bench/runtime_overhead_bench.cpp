@@ -165,18 +165,18 @@ struct Spread {
   double lo = 0, hi = 0;
 };
 
-// The least and greatest of median(on) / median(off) over four consecutive
-// quarters of the runs, which were interleaved: a quarter's ratio is a
-// measurement in its own right, taken a quarter of the time later.
+// The least and greatest paired ratio (observer_runs.h) over four
+// consecutive quarters of the rounds: a quarter's ratio is a measurement in
+// its own right, taken a quarter of the time later.
 Spread quarter_spread(const std::vector<double>& on, const std::vector<double>& off) {
   Spread s{1e300, 0};
-  const size_t n = std::min(on.size(), off.size()) / 4;
+  const size_t per_round = kStreak - 1, n = std::min(on.size(), off.size()) / per_round / 4 * per_round;
   if (n == 0) return {};
   for (size_t q = 0; q < 4; ++q) {
     const auto slice = [&](const std::vector<double>& v) {
       return std::vector<double>(v.begin() + ptrdiff_t(q * n), v.begin() + ptrdiff_t((q + 1) * n));
     };
-    const double r = median(slice(on)) / median(slice(off));
+    const double r = paired_ratio(slice(on), slice(off));
     s.lo = std::min(s.lo, r);
     s.hi = std::max(s.hi, r);
   }
@@ -320,13 +320,13 @@ Row measure(const ModelRef& model, int runs, int real_max_runs, double tick_ns,
   r.nodes = size_t(timed.nodes_per_run() + 0.5);
   r.off_ms = median(t_off);
   r.on_ms = median(t_on);
-  r.ratio = r.on_ms / r.off_ms;
-  r.floor_ratio = median(t_floor) / r.off_ms;
-  r.empty_ratio = median(t_empty) / r.off_ms;
-  r.second_ratio = median(t_second) / r.off_ms;
+  r.ratio = paired_ratio(t_on, t_off);
+  r.floor_ratio = paired_ratio(t_floor, t_off);
+  r.empty_ratio = paired_ratio(t_empty, t_off);
+  r.second_ratio = paired_ratio(t_second, t_off);
   r.quarters = quarter_spread(t_on, t_off);
   r.floor_quarters = quarter_spread(t_floor, t_off);
-  r.e2e_ns_per_node = (r.on_ms - r.off_ms) * 1e6 / double(r.nodes);
+  r.e2e_ns_per_node = (r.ratio - 1) * r.off_ms * 1e6 / double(r.nodes);
   r.hook_ns_per_node = (timed.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
   r.hook_mean_ns_per_node = (timed.mean_ticks_per_node() - timed_null.mean_ticks_per_node()) * tick_ns;
   r.floor_hook_ns_per_node = (timed_floor.median_ticks_per_node() - timed_null.median_ticks_per_node()) * tick_ns;
@@ -456,8 +456,11 @@ int main(int argc, char** argv) {
     std::printf("\ntarget: per-run overhead of device tracing <= 5%% on every model\n");
   } else {
     std::printf("\ntargets: overhead <= 3%% (cnn, transformer), <= 10%% (mlp); <= 100 ns per node execution\n"
-                "(the verdict uses the median ratio and the in-hook cost of the median run; e2e ns/node is within\n"
+                "(the verdict uses the ratio and the in-hook cost of the median run; e2e ns/node is within\n"
                 "run-to-run noise; hooks mean also counts runs preempted inside a hook)\n"
+                "off ms, on ms: median runs; ratio (and floor, empty, A/A): paired, the median over the rounds of\n"
+                "the interleaved runs of on's time over off's in the same round, so that the machine's drift\n"
+                "between rounds cancels (bench/observer_runs.h)\n"
                 "execs: node executions per run, subgraph nodes included (e2e and hooks are per execution)\n"
                 "floor: on/off of the least any per-node timeline costs (two TSC reads and a 16-byte store per\n"
                 "node execution and per run), in the same interleaved runs; floor hooks: that observer's in-hook cost,\n"
