@@ -118,9 +118,14 @@ epprof_status* Profiler::open_block(ThreadStream& s, BlockState& b, uint8_t cate
 epprof_status* Profiler::block_end_with_args(BlockState& b, const epprof_arg* args, size_t num_args) noexcept {
   const uint64_t t = now_ticks(b.tsc);
   const OpenEvent o{b.start, b.first_id + b.begun, b.descs[b.begun].name, b.category};
-  if (epprof_status* st =
-          write_with_args(*b.stream, o, t - b.start, 0, args, num_args, "epprof_event_block_end_with_args"))
+  ThreadStream& s = *b.stream;
+  // One arg set (a node's args for shapes outside its block's epoch, say)
+  // is recorded as a desc's: no arg plan, no encoding.
+  if (const uint32_t set = lone_set(args, num_args); set && known_set(s, set)) {
+    emit(recording_.recorder().reserve(s, set_slots(set)), o, t, set);
+  } else if (epprof_status* st = write_with_args(s, o, t - b.start, 0, args, num_args, "epprof_event_block_end_with_args")) {
     return st;
+  }
   b.begun = BlockState::kNone;
   return nullptr;
 }

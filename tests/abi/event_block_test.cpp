@@ -185,6 +185,37 @@ TEST_F(EventBlock, EndWithArgsRecordsThoseArgsInstead) {
   EXPECT_FALSE(a->has_arg("op_name")) << "the desc's args are replaced";
 }
 
+// One arg set in place of the desc's (a node whose shapes left its block's
+// epoch) takes the desc's own record, inline or, past 16 bits, in a
+// payload slot; a set id never interned is refused and the event stays begun.
+TEST_F(EventBlock, EndWithOneArgSetRecordsThatSet) {
+  epprof_arg_set_id big = 0;
+  for (int64_t i = 2'000'000; big <= 0xFFFFu; ++i) big = set_of("MatMul", i);
+  const uint64_t first = epprof_correlation_id_block(3);
+  epprof_event_block block{};
+  EPPROF_ASSERT_OK(epprof_event_block_open(p_, EPPROF_CATEGORY_NODE, first, 3, descs_.data(), &block));
+  epprof_arg set{0, EPPROF_ARG_SET, {}};
+  EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 0));
+  set.value.set = set_of("Gemm", 7);
+  EPPROF_ASSERT_OK(epprof_event_block_end_with_args(&block, 0, &set, 1));
+  EPPROF_ASSERT_OK(epprof_event_block_begin(&block, 2));
+  set.value.set = big + 1000;  // no such set
+  EXPECT_EQ(take(epprof_event_block_end_with_args(&block, 2, &set, 1)).code, EPPROF_INVALID_ARGUMENT);
+  set.value.set = big;
+  EPPROF_ASSERT_OK(epprof_event_block_end_with_args(&block, 2, &set, 1));
+  EPPROF_ASSERT_OK(epprof_event_block_close(&block));
+  const auto events = stop_and_read();
+  const TraceEvent* a = find(events, "a_kernel_time");
+  const TraceEvent* c = find(events, "c_kernel_time");
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(a->arg("op_name"), "Gemm");
+  EXPECT_EQ(a->arg("node_index"), "7");
+  EXPECT_EQ(c->arg("op_name"), "MatMul");
+  EXPECT_GE(std::stoll(c->arg("node_index")), 2'000'000);
+  EXPECT_EQ(a->arg("correlation_id"), std::to_string(first));
+  EXPECT_EQ(c->arg("correlation_id"), std::to_string(first + 2));
+}
+
 TEST_F(EventBlock, OpenChecksEverythingAndNamesTheBadDesc) {
   epprof_event_block block{};
   const uint64_t first = epprof_correlation_id_block(3);
