@@ -241,9 +241,10 @@ class NodeSubgraphs final : public SubgraphRunner {
   };
 
   // The epoch of this execution of the subgraph (0: none), from the shapes
-  // of its inputs and of the outer values it reads.
+  // of its inputs and of the outer values it reads that may change
+  // (SubgraphPlan::epoch_outer_slots).
   static uint64_t subgraph_epoch(const SubgraphPlan& sp, const std::vector<Tensor>& values) {
-    return sp.epochs->epoch_for(values, sp.plan->input_slots, sp.plan->outer_slots);
+    return sp.epochs->epoch_for(values, sp.plan->input_slots, sp.epoch_outer_slots);
   }
 };
 

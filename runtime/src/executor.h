@@ -26,6 +26,9 @@ struct SubgraphPlan {
   // For each of plan->outer_slots: the position of its value in the
   // node's implicit_slots.
   std::vector<size_t> outer_from;
+  // The plan->outer_slots whose shapes `epochs` compares: those whose
+  // values may change between executions (not an enclosing constant).
+  std::vector<int> epoch_outer_slots;
   // The plan's nodes and their NodeInfo::node_index, by position
   // (SubgraphRunInfo).
   std::vector<const Node*> nodes;

@@ -359,6 +359,17 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
     plan.nodes[i].num_producers = static_cast<int>(deps.size());
     for (size_t d : deps) plan.nodes[d].consumers.push_back(i);
   }
+  // What a subgraph's epoch compares of its outer values: not those read
+  // from this plan's constants (initializers and folded values; no run
+  // feeds an initializer, the loader keeps them out of the inputs), whose
+  // shapes are the session's. An If's branches read a model's weights that
+  // way, dozens of them.
+  for (detail::NodePlan& np : plan.nodes)
+    for (detail::SubgraphPlan& sp : np.subgraphs)
+      for (size_t i = 0; i < sp.plan->outer_slots.size(); ++i) {
+        const auto outer = static_cast<size_t>(np.implicit_slots[sp.outer_from[i]]);
+        if (plan.constants[outer].empty()) sp.epoch_outer_slots.push_back(sp.plan->outer_slots[i]);
+      }
 }
 
 void build_top_level_plan(Session::Impl& s) {

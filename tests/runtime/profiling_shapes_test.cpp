@@ -351,6 +351,47 @@ TEST(ProfilingShapes, NodesOutsideTheEpochReportTheirOwnShapesInsideTheBlock) {
             std::vector<std::string>(runs.size(), "[{\"bool\":[1]}]"));
 }
 
+// x[N,3], b[B], c -> If(c): Mul(Add(x, w), b) in both branches, with w an
+// initializer: both read from the outer scope.
+std::string if_reading_initializers() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {1, 3});
+  set_dims(m.mutable_graph()->mutable_input(0), {"N", "3"});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
+  add_io(m, true, "b", {3});
+  set_dims(m.mutable_graph()->mutable_input(2), {"B"});
+  add_float_init(m, "w", {3}, {1, 2, 3});
+  auto* n = add_node(m, "If", "if", {"c"}, {"y"});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* g = graph_attr(n, branch);
+    gnode(g, "Add", "add", {"x", "w"}, {"s"});
+    gnode(g, "Mul", "mul", {"s", "b"}, {"t"});
+    gio(g, false, "t");
+    g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  add_io(m, false, "y", {});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  return bytes(m);
+}
+
+// A subgraph's epoch leaves out the outer values that are the session's
+// constants (w), not those a run feeds (b): the branch's nodes, recorded in
+// blocks after the first execution of each epoch, report the shapes of
+// their own run.
+TEST(ProfilingShapes, ASubgraphsEpochFollowsTheOuterValuesARunFeeds) {
+  epprof::testing::TempDir dir;
+  std::vector<std::map<std::string, Tensor>> runs;
+  for (int64_t b : {3, 3, 1, 1, 3})
+    runs.push_back({{"x", rows(2)}, {"c", Tensor::from_vector<bool>({}, {true})}, {"b", Tensor(DataType::Float, {b})}});
+  profile_runs(dir.file("if.json"), if_reading_initializers(), runs);
+  const std::string b3 = "[{\"float\":[2,3]},{\"float\":[3]}]", b1 = "[{\"float\":[2,3]},{\"float\":[1]}]";
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "if/then_branch/mul_kernel_time", "input_type_shape"),
+            (std::vector<std::string>{b3, b3, b1, b1, b3}));
+  EXPECT_EQ(shapes_in_trace(dir.file("if.json"), "if/then_branch/add_kernel_time", "input_type_shape"),
+            std::vector<std::string>(runs.size(), b3));
+}
+
 // Names are byte strings: a node name with a NUL byte keeps every byte in
 // its node event's name (escaped in the JSON), not the part before the NUL.
 TEST(ProfilingShapes, NodeNamesKeepEmbeddedNulBytes) {
