@@ -289,9 +289,9 @@ TEST(IntraOpKernels, ConvWithFewRowsSplitsItsChannels) {
 }
 
 // MaxPool splits its output rows of every plane, or its planes when they
-// are small; a FusedConv whose activation the gemm path leaves to a pass
-// after it (Z and Relu on a 1x1 conv) splits that pass as element_split.h
-// says.
+// are small; a FusedConv on the gemm path (Z and Relu on a 1x1 conv) has
+// each task finish the rows it accumulated, split by rows or, on small
+// planes, by channels (the CNN's 1x1 stride-2 downsample).
 TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
   struct PoolCase {
     const char* what;
@@ -314,19 +314,29 @@ TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
     rtt::set_ints(node, "pads", {c.pad, c.pad, c.pad, c.pad});
     expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({1, c.c, c.h, c.w}, 5)}});
   }
-  {
-    SCOPED_TRACE("1x1 Conv + Add + Relu, fused");
+  struct FusedCase {
+    const char* what;
+    int64_t c, hw, m, stride;
+  };
+  const FusedCase fused[] = {
+      {"1x1 Conv + Add + Relu, fused, split by rows", 16, 48, 24, 1},
+      {"1x1/2 Conv + Add + Relu, fused, small planes split by channels", 32, 32, 64, 2},
+  };
+  for (const FusedCase& c : fused) {
+    SCOPED_TRACE(c.what);
+    const int64_t out = (c.hw - 1) / c.stride + 1;
     auto m = rtt::make_model();
-    rtt::add_io(m, true, "X", {1, 16, 48, 48});
-    rtt::add_io(m, true, "Z", {1, 24, 48, 48});
-    rtt::add_io(m, false, "Y", {1, 24, 48, 48});
-    rtt::add_float_init(m, "W", {24, 16, 1, 1}, random_values(24 * 16, 6));
-    rtt::add_float_init(m, "B", {24}, random_values(24, 7));
-    rtt::add_node(m, "Conv", "conv", {"X", "W", "B"}, {"C"});
+    rtt::add_io(m, true, "X", {1, c.c, c.hw, c.hw});
+    rtt::add_io(m, true, "Z", {1, c.m, out, out});
+    rtt::add_io(m, false, "Y", {1, c.m, out, out});
+    rtt::add_float_init(m, "W", {c.m, c.c, 1, 1}, random_values(static_cast<size_t>(c.m * c.c), 6));
+    rtt::add_float_init(m, "B", {c.m}, random_values(static_cast<size_t>(c.m), 7));
+    auto* conv = rtt::add_node(m, "Conv", "conv", {"X", "W", "B"}, {"C"});
+    rtt::set_ints(conv, "strides", {c.stride, c.stride});
     rtt::add_node(m, "Add", "add", {"C", "Z"}, {"S"});
     rtt::add_node(m, "Relu", "relu", {"S"}, {"Y"});
-    expect_same_for_all_thread_counts(
-        rtt::bytes(m), {{"X", random_tensor({1, 16, 48, 48}, 8)}, {"Z", random_tensor({1, 24, 48, 48}, 9)}});
+    expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({1, c.c, c.hw, c.hw}, 8)},
+                                                      {"Z", random_tensor({1, c.m, out, out}, 9)}});
   }
 }
 

@@ -371,8 +371,22 @@ int64_t channel_blocks(const ConvShape& cs, int64_t ranges, int64_t element_byte
 // 3x3) and falls out of cache before the gemm reads it. A 1x1 stride-1
 // unpadded kernel reads X itself as the gemm's B, a range's rows of an
 // image in one gemm.
+// What FusedConv does to Y beyond the conv, where the gemm lowering runs
+// it: fn(context, y, offset, count) finishes Y's elements [offset, offset +
+// count), offset from Y's start (so Z, of Y's shape, is read at the same
+// offset). Each task calls it on the rows it just accumulated, on the core
+// whose cache holds them: run after the conv as an element-wise pass split
+// its own way, it read half of Y from the other core (the CNN's 1x1
+// stride-2 FusedConv with its residual took as long on two threads as on
+// one).
+struct RowEpilogue {
+  void (*fn)(const void* context, float* y, int64_t offset, int64_t count);
+  const void* context;
+};
+
 template <typename T>
-void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
+void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y,
+                      const RowEpilogue* post = nullptr) {
   const Window& w = cs.w;
   if (cs.P == 0 || cs.Mg == 0) return;
   const bool pointwise = is_pointwise(w);
@@ -414,39 +428,47 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
       T* yg = y + (n * cs.M + g * cs.Mg + m0) * cs.P;
       for (int64_t m = 0; m < mc; ++m)
         fill_value(yg + m * cs.P + r0 * OW, (r1 - r0) * OW, bias ? bias[g * cs.Mg + m0 + m] : T{});
-      if (cs.K == 0) continue;  // nothing to add to the bias
-      if (pointwise) {
-        gemm_acc(mc, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
-        continue;
-      }
-      if constexpr (std::is_same_v<T, float>) {
-        if (from_x) {
-          const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
-          // sgemm_runs(Mg, OW) held, so it holds for every product of OW columns or more and Mg rows or fewer.
-          if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
-                             yg + r0 * OW, cs.P))
-            fail("Conv: the runtime's sgemm declined a " + std::to_string(mc) + " x " + std::to_string(panels.n) +
-                 " product it runs");
-          continue;
+      [&] {  // these rows' product onto the bias
+        if (cs.K == 0) return;  // nothing to add to the bias
+        if (pointwise) {
+          gemm_acc(mc, (r1 - r0) * OW, cs.K, wg, xg + r0 * OW, cs.P, yg + r0 * OW, cs.P);
+          return;
         }
-      }
-      // Tiles of equal height (a last sliver would be a slow gemm of its own).
-      const int64_t tiles = (r1 - r0 + tile_rows - 1) / tile_rows, height = (r1 - r0 + tiles - 1) / tiles;
-      for (int64_t t0 = r0; t0 < r1; t0 += height) {
-        const int64_t t1 = std::min(r1, t0 + height), n_cols = (t1 - t0) * OW;
-        im2col_rows(xg, cs.Cg, w, t0, t1, col);
-        gemm_acc(mc, n_cols, cs.K, wg, col, n_cols, yg + t0 * OW, cs.P);
+        if constexpr (std::is_same_v<T, float>) {
+          if (from_x) {
+            const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
+            // sgemm_runs(Mg, OW) held, so it holds for every product of OW columns or more and Mg rows or fewer.
+            if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
+                               yg + r0 * OW, cs.P))
+              fail("Conv: the runtime's sgemm declined a " + std::to_string(mc) + " x " +
+                   std::to_string(panels.n) + " product it runs");
+            return;
+          }
+        }
+        // Tiles of equal height (a last sliver would be a slow gemm of its own).
+        const int64_t tiles = (r1 - r0 + tile_rows - 1) / tile_rows, height = (r1 - r0 + tiles - 1) / tiles;
+        for (int64_t t0 = r0; t0 < r1; t0 += height) {
+          const int64_t t1 = std::min(r1, t0 + height), n_cols = (t1 - t0) * OW;
+          im2col_rows(xg, cs.Cg, w, t0, t1, col);
+          gemm_acc(mc, n_cols, cs.K, wg, col, n_cols, yg + t0 * OW, cs.P);
+        }
+      }();
+      if constexpr (std::is_same_v<T, float>) {
+        if (post)
+          for (int64_t m = 0; m < mc; ++m) post->fn(post->context, y, (yg - y) + m * cs.P + r0 * OW, (r1 - r0) * OW);
       }
     }
   });
 }
 
-// The conv of X and W, whose shapes `cs` resolved. `epilogue` (FusedConv's,
-// null for Conv): applied by the implicit GEMM as it stores, when it runs
-// the conv; *finished says whether it was.
+// The conv of X and W, whose shapes `cs` resolved. FusedConv's epilogue
+// (null for Conv) comes two ways: `epilogue`, applied by the implicit GEMM
+// as it stores, when it runs the conv, and `post`, applied by the gemm
+// lowering to each task's rows, when it does (float only). *finished says
+// whether either was.
 template <typename T>
 Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const ConvShape& cs,
-            const DirectEpilogue* epilogue = nullptr, bool* finished = nullptr) {
+            const DirectEpilogue* epilogue = nullptr, const RowEpilogue* post = nullptr, bool* finished = nullptr) {
   if (bias && (bias->dtype() != x.dtype() || bias->rank() != 1 || bias->size() != cs.M))
     fail("Conv bias B must be " + std::string(type_name(x.dtype())) + "[" + std::to_string(cs.M) + "], got " +
          bias->description());
@@ -466,7 +488,12 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const ConvSha
       return out;
     }
   }
-  conv_im2col_gemm(x.data<T>(), wt.data<T>(), b, cs, y);
+  if constexpr (std::is_same_v<T, float>) {
+    conv_im2col_gemm(x.data<T>(), wt.data<T>(), b, cs, y, post);
+    if (finished) *finished = post != nullptr;
+  } else {
+    conv_im2col_gemm(x.data<T>(), wt.data<T>(), b, cs, y);
+  }
   return out;
 }
 
@@ -565,6 +592,19 @@ EPPROF_SIMD_CLONES void apply_epilogue(float* y, const float* z, int64_t n, cons
   }
 }
 
+// FusedConv's epilogue as the gemm lowering applies it (RowEpilogue).
+struct FusedRows {
+  const float* z;  // null: no Z
+  Epilogue e;
+  static void apply(const void* context, float* y, int64_t offset, int64_t count) {
+    const auto& self = *static_cast<const FusedRows*>(context);
+    if (self.z)
+      apply_epilogue<true>(y + offset, self.z + offset, count, self.e);
+    else
+      apply_epilogue<false>(y + offset, nullptr, count, self.e);
+  }
+};
+
 std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
   const WindowAttrs attrs = WindowAttrs::from_node(node);
   const int64_t group = conv_group(node);
@@ -591,9 +631,13 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
       case Activation::kLeakyRelu: direct.act = DirectEpilogue::Act::kLeakyRelu; break;
       default: in_stores = false;
     }
+    const bool has_epilogue = z || e.act != Activation::kNone;
+    const FusedRows rows{direct.z, e};
+    const RowEpilogue post{FusedRows::apply, &rows};
     bool finished = false;
-    Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr, &finished);
-    if (!finished && (z || e.act != Activation::kNone)) {
+    Tensor y = conv<float>(x, wt, ctx.optional_input(2), cs, in_stores ? &direct : nullptr,
+                           has_epilogue ? &post : nullptr, &finished);
+    if (!finished && has_epilogue) {  // depthwise, or the implicit GEMM with an activation its stores lack
       // Split as the conv split Y (element_split.h): each thread reads
       // what it wrote.
       float* yd = y.mutable_data<float>();
