@@ -641,14 +641,9 @@ std::unique_ptr<Kernel> make_fused_conv(const Node& node) {
       // Split as the conv split Y (element_split.h): each thread reads
       // what it wrote.
       float* yd = y.mutable_data<float>();
-      const float* zd = z ? z->data<float>() : nullptr;
       const int64_t bytes = int64_t(sizeof(float)) * (z ? 2 : 1) * y.size();
-      split_elements(y.shape(), int64_t(sizeof(float)), bytes, [&](int64_t begin, int64_t count) {
-        if (zd)
-          apply_epilogue<true>(yd + begin, zd + begin, count, e);
-        else
-          apply_epilogue<false>(yd + begin, nullptr, count, e);
-      });
+      split_elements(y.shape(), int64_t(sizeof(float)), bytes,
+                     [&](int64_t begin, int64_t count) { FusedRows::apply(&rows, yd, begin, count); });
     }
     ctx.outputs[0] = std::move(y);
   });
