@@ -319,7 +319,7 @@ TEST(IntraOpKernels, MaxPoolAndFusedEpiloguesMatchOneThread) {
     int64_t c, hw, m, stride;
   };
   const FusedCase fused[] = {
-      {"1x1 Conv + Add + Relu, fused, split by rows", 16, 48, 24, 1},
+      {"1x1 Conv + Add + Relu, fused, 36 KB planes split by rows", 16, 96, 24, 1},
       {"1x1/2 Conv + Add + Relu, fused, small planes split by channels", 32, 32, 64, 2},
   };
   for (const FusedCase& c : fused) {
