@@ -49,6 +49,13 @@ const Shape kShapes[] = {
     {"oww_melspectrogram filterbank (Conv)", false, 257, 8, 512},
     {"silero_vad_v5 stft (Conv)", false, 258, 3, 256},
     {"silero_vad_v5 encoder (Conv)", false, 128, 3, 387},
+    {"silero_vad_v5 encoder/1 (Conv)", false, 64, 2, 384},
+    {"silero_vad_v5 encoder/3 (Conv)", false, 128, 1, 192},
+    {"4 columns, transB", true, 200, 4, 300},
+    {"5 columns", false, 256, 5, 256},
+    {"6 columns", false, 256, 6, 256},
+    {"8 columns", false, 256, 8, 256},
+    {"12 columns", false, 256, 12, 256},
 };
 
 double now_us() {

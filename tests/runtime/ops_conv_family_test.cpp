@@ -386,6 +386,18 @@ const std::vector<ConvCase>& conv_cases() {
       {"adjacent rows grouped 3x3, 6 columns", 1, 4, 10, 6, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"adjacent rows 3x3 same, split rows", 2, 16, 40, 8, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"1-D adjacent k3 pad1", 2, 4, 1, 6, 5, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
+      // Maps of 8 positions or fewer, whose columns the gemm lowering packs
+      // whole for AVX-512's few-column kernel (pack_im2col_columns): an
+      // STFT's one channel of long taps, an encoder's many channels of 3
+      // taps, stride and dilation with pads, taps and rows in the padding
+      // of a 2-D map, groups, and output channels short of a whole step.
+      {"few columns: 1-D STFT k32 s16", 1, 1, 1, 64, 10, 1, 1, 32, 1, 16, 1, 1, 0, 0, 0, 0, true, true},
+      {"few columns: 1-D k3 pad1, 20 channels", 2, 20, 1, 3, 7, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, true, true},
+      {"few columns: 1-D k3 s2 dil2 pads", 1, 5, 1, 6, 9, 1, 1, 3, 1, 2, 1, 2, 0, 2, 0, 1, false, true},
+      {"few columns: 1-D 8 positions", 1, 3, 1, 10, 5, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, true, true},
+      {"few columns: 3x3 pad1 on 2x2", 1, 3, 2, 2, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+      {"few columns: 3x3 dil2 pads wider on 2x3", 1, 2, 2, 3, 5, 1, 3, 3, 1, 1, 2, 2, 2, 1, 1, 2, false},
+      {"few columns: grouped 1-D k3 s2", 1, 8, 1, 7, 12, 2, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, true, true},
   };
   return cases;
 }

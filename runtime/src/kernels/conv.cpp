@@ -319,6 +319,43 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
   }
 }
 
+// The columns of pack_im2col_panels' matrix, each whole (BPacker::columns):
+// column j0 + j, output position r0 * OW + j0 + j, as its k depths in
+// order (channel, then tap). The few-column sgemm reads B so: a 1-D conv
+// over a few output positions, an audio model's STFT or encoder. Packed
+// into panels a depth at a time and transposed, Silero VAD's encoder Conv
+// ([1,129,3] by 128 filters of 3 taps) spent longer packing than in its
+// product.
+void pack_im2col_columns(const void* context, int64_t j0, int64_t nc, int64_t k, float* dst) {
+  const Im2colPanels& s = *static_cast<const Im2colPanels*>(context);
+  const Window& w = *s.w;
+  const int64_t OW = w.out[2], KW = w.k[2], dw = w.d[2];
+  const int64_t channels = k / w.k_size();
+  for (int64_t j = j0; j < j0 + nc; ++j) {
+    const int64_t r = s.r0 + j / OW, ow = j % OW, od = r / w.out[1], oh = r % w.out[1];
+    const int64_t iw0 = ow * w.s[2] - w.pb[2];  // tap 0's input column
+    int64_t lo, hi;                             // the taps whose column is inside the row
+    taps_inside(iw0, dw, w.in[2], KW, lo, hi);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* xc = s.x + c * w.in_size();
+      for (int64_t kd = 0; kd < w.k[0]; ++kd)
+        for (int64_t kh = 0; kh < w.k[1]; ++kh, dst += KW) {
+          const float* src = tap_row(xc, w, od, oh, kd, kh);
+          if (!src) {
+            zero_short(dst, KW);
+            continue;
+          }
+          zero_short(dst, lo);
+          if (dw == 1)
+            copy_short(dst + lo, src + iw0 + lo, hi - lo);
+          else
+            for (int64_t t = lo; t < hi; ++t) dst[t] = src[iw0 + t * dw];
+          zero_short(dst + hi, KW - hi);
+        }
+    }
+  }
+}
+
 // Bytes of im2col columns per tile: small enough to still be in L2 when the
 // gemm reads them, large enough for the gemm to run at speed.
 constexpr int64_t kColTileBytes = 512 << 10;
@@ -438,8 +475,8 @@ void conv_im2col_gemm(const T* x, const T* wt, const T* bias, const ConvShape& c
           if (from_x) {
             const Im2colPanels panels{xg, &w, r0, (r1 - r0) * OW};
             // sgemm_runs(Mg, OW) held, so it holds for every product of OW columns or more and Mg rows or fewer.
-            if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, BPacker{pack_im2col_panels, &panels}, 1.0f,
-                               yg + r0 * OW, cs.P))
+            const BPacker packer{pack_im2col_panels, &panels, pack_im2col_columns};
+            if (!sgemm_packing(mc, panels.n, cs.K, 1.0f, wg, cs.K, packer, 1.0f, yg + r0 * OW, cs.P))
               fail("Conv: the runtime's sgemm declined a " + std::to_string(mc) + " x " +
                    std::to_string(panels.n) + " product it runs");
             return;

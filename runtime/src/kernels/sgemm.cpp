@@ -3,7 +3,9 @@
 // columns, A a block of kMc x kKc into panels of MR rows, and a register-tile
 // micro-kernel multiplies one A panel by one B panel into an MR x NR tile of
 // C. Panels are zero-padded to whole tiles; the edge tiles of C are written
-// through masks (AVX-512) or a scratch tile (AVX2).
+// through masks (AVX-512) or a scratch tile (AVX2). Products of 8 columns
+// or fewer run on AVX-512 as dot products instead (skinny_avx512), A
+// unpacked.
 #include "kernels/sgemm.h"
 
 #include "kernels/common.h"
@@ -181,6 +183,88 @@ constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512<8, 2, false>, micro_avx51
 constexpr Kernel kAvx512Narrow{"avx512", 16, 16, micro_avx512<16, 1, false>, micro_avx512<16, 1, true>};
 constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2<false>, micro_avx2<true>};
 
+// Products of kSkinnyColumns columns or fewer, on AVX-512: each element of
+// C is the dot product of a row of A, read in place, and a column of B,
+// copied once into a row of `bt` (N rows of k floats, ldbt apart). The
+// register-tile kernels compute whole 16-column tiles for them, and pay for
+// every column in A broadcasts: Silero VAD's STFT, [258, 256] x [256, 3],
+// took 19.5 us there against OpenBLAS's 6.7 (epprof_gemm_bench). Here A is
+// read once, 16 depths per load, and each load feeds N FMAs.
+constexpr int64_t kSkinnyColumns = 8;
+
+// v's 16 lanes folded to 8: the low half plus the high. (As a vector
+// shuffle: GCC 12's intrinsics for it warn of an uninitialised value.)
+__attribute__((target("avx512f,fma"))) inline __m256 fold(__m512 v) {
+  const __m256 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  return _mm256_add_ps(lo, hi);
+}
+
+// The sums of the lanes of v[0..8), in order, as one vector.
+__attribute__((target("avx512f,fma"))) inline __m256 sums8(const __m256* v) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  // t0: the sums of v[0..4)'s low lanes, then of their high lanes; t1: v[4..8)'s.
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+// C[m, N] = alpha * A[m, k] * B + beta * C (with beta == 0, C is not read),
+// Rows rows of A at a time against all N columns: at most 16 accumulators.
+// Rows past m read row 0 (as the in-place micro-kernels do) and are not
+// stored.
+template <int N>
+__attribute__((target("avx512f,fma"))) void skinny_avx512(int64_t m, int64_t k, float alpha, const float* a,
+                                                          int64_t lda, const float* bt, int64_t ldbt, float beta,
+                                                          float* c, int64_t ldc) {
+  constexpr int Rows = N <= 2 ? 8 : N <= 4 ? 4 : 2;
+  constexpr int kSums = Rows * N;
+  const int64_t full = k / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (k % 16)) - 1);
+  for (int64_t i0 = 0; i0 < m; i0 += Rows) {
+    const int64_t rows = std::min<int64_t>(Rows, m - i0);
+    const float* ar[Rows];
+    __m512 acc[Rows][N];
+#pragma GCC unroll 8
+    for (int r = 0; r < Rows; ++r) {
+      ar[r] = a + (i0 + (r < rows ? r : 0)) * lda;
+#pragma GCC unroll 8
+      for (int j = 0; j < N; ++j) acc[r][j] = _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < k; p += 16) {  // the last 16 depths or fewer through a mask
+      const __mmask16 mask = p < full ? __mmask16(0xffff) : tail;
+      __m512 b[N];
+#pragma GCC unroll 8
+      for (int j = 0; j < N; ++j) b[j] = _mm512_maskz_loadu_ps(mask, bt + j * ldbt + p);
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) {
+        const __m512 av = _mm512_maskz_loadu_ps(mask, ar[r] + p);
+#pragma GCC unroll 8
+        for (int j = 0; j < N; ++j) acc[r][j] = _mm512_fmadd_ps(av, b[j], acc[r][j]);
+      }
+    }
+    // Each accumulator's lanes summed, 8 accumulators per vector of sums.
+    alignas(32) float sums[(kSums + 7) / 8 * 8];
+#pragma GCC unroll 4
+    for (int g = 0; g < kSums; g += 8) {
+      __m256 folded[8];
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q)
+        folded[q] = g + q < kSums ? fold(acc[(g + q) / N][(g + q) % N]) : _mm256_setzero_ps();
+      _mm256_store_ps(sums + g, sums8(folded));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float* cr = c + (i0 + r) * ldc;
+      for (int j = 0; j < N; ++j) cr[j] = alpha * sums[r * N + j] + (beta != 0.0f ? beta * cr[j] : 0.0f);
+    }
+  }
+}
+
+using SkinnyKernel = void (*)(int64_t m, int64_t k, float alpha, const float* a, int64_t lda, const float* bt,
+                              int64_t ldbt, float beta, float* c, int64_t ldc);
+constexpr SkinnyKernel kSkinny[kSkinnyColumns] = {skinny_avx512<1>, skinny_avx512<2>, skinny_avx512<3>,
+                                                  skinny_avx512<4>, skinny_avx512<5>, skinny_avx512<6>,
+                                                  skinny_avx512<7>, skinny_avx512<8>};
+
 // The kernel of kern's instruction set for a product of n columns: AVX-512's
 // narrow one below 17 columns.
 const Kernel* for_columns(const Kernel* kern, int64_t n) {
@@ -263,6 +347,50 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t n, int64_t p0, int6
 }
 
 thread_local PackBuffer tl_pack_a, tl_pack_b, tl_transposed;
+
+// Whether `kern`'s instruction set runs a product of n columns on the
+// few-column kernel (skinny_avx512): AVX-512's, for 1 to kSkinnyColumns.
+bool skinny(const Kernel* kern, int64_t n) {
+#ifdef EPPROF_SGEMM_X86
+  return kern == &kAvx512 && n >= 1 && n <= kSkinnyColumns;
+#else
+  (void)kern, (void)n;
+  return false;
+#endif
+}
+
+// sgemm() on the few-column kernel, where skinny() holds, for A row-major,
+// k > 0 and alpha != 0: B's columns are copied into rows (a transposed B is
+// read in place), from `packer` when it is given (its columns, or one
+// panel of n columns transposed; then b, ldb and trans_b are unused).
+void run_skinny(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const BPacker* packer = nullptr) {
+#ifdef EPPROF_SGEMM_X86
+  const float* bt = b;
+  int64_t ldbt = ldb;
+  if (packer && packer->columns) {
+    float* t = tl_transposed.get(n * k);
+    packer->columns(packer->context, 0, n, k, t);
+    bt = t, ldbt = k;
+  } else if (packer || !trans_b) {
+    const float* rows = b;  // B [k, n], rows ld apart
+    int64_t ld = ldb;
+    if (packer) {
+      float* panel = tl_pack_b.get(k * n);
+      packer->pack(packer->context, 0, k, 0, n, n, panel);
+      rows = panel, ld = n;
+    }
+    float* t = tl_transposed.get(n * k);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) t[j * k + p] = rows[p * ld + j];
+    bt = t, ldbt = k;
+  }
+  kSkinny[n - 1](m, k, alpha, a, lda, bt, ldbt, beta, c, ldc);
+#else
+  (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta,
+      (void)c, (void)ldc, (void)packer;
+#endif
+}
 
 // One packed block of B (depths [p0, p0 + kc), nc columns in panels of the
 // kernel's nr at bp, panel j at bp + j * kc) times rows [0, m) of op(A),
@@ -360,7 +488,9 @@ void run_transposed(const Kernel* kern, int64_t m, int64_t n, int64_t k, float a
 // the kernel for n columns.
 void multiply(const Kernel* kern, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
+  if (k > 0 && alpha != 0.0f && !trans_a && skinny(kern, n))
+    run_skinny(trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else if (k > 0 && alpha != 0.0f && transposed_worthwhile(kern, trans_a, trans_b, m, n))
     run_transposed(kern, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
     run(for_columns(kern, n), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -376,9 +506,10 @@ const char* sgemm_kernel() {
 bool sgemm_runs(int64_t m, int64_t n) {
   const Kernel* kern = kernel();
   if (!kern) return false;
-  // The narrow kernel beats OpenBLAS down to 2 columns (bench/gemm_bench:
-  // 0.77x its time at 3); the others below half their width, on tall
-  // products, do not.
+  // The few-column kernel runs 1 to 8 columns, the narrow one the rest up
+  // to 16; the others below half their width, on tall products, do not
+  // beat OpenBLAS.
+  if (skinny(kern, n)) return true;
   const Kernel* used = for_columns(kern, n);
   return used != kern ? n >= 2 : !(n < kern->nr / 2 && m > n);
 }
@@ -393,13 +524,16 @@ bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
                    float beta, float* c, int64_t ldc) {
   if (!sgemm_runs(m, n)) return false;
-  run(for_columns(kernel(), n), false, false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
+  if (k > 0 && alpha != 0.0f && skinny(kernel(), n))
+    run_skinny(false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
+  else
+    run(for_columns(kernel(), n), false, false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
   return true;
 }
 
 int64_t sgemm_packed_size(int64_t k, int64_t n) {
   const Kernel* kern = kernel();
-  if (!kern || k <= 0 || n <= 0) return 0;
+  if (!kern || k <= 0 || n <= 0 || skinny(kern, n)) return 0;
   const int64_t nr = for_columns(kern, n)->nr;
   return k * ((n + nr - 1) / nr * nr);
 }

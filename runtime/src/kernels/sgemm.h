@@ -21,10 +21,11 @@ const char* sgemm_kernel();
 // is written without being read. Single-threaded; safe to call from several
 // threads at once (each has its own packing buffers). Returns false, having
 // done nothing, when sgemm_kernel() is "", or for a product of few columns
-// and more rows where no kernel of this CPU's set fits it: AVX-512 runs 16 or
-// fewer columns on a 16 x 16 tile and takes 2 and up; AVX2 declines n < 8
-// with m > n, where its tiles would be mostly padding and OpenBLAS was
-// measured faster (epprof_gemm_bench). The caller then uses OpenBLAS.
+// and more rows where no kernel of this CPU's set fits it: AVX-512 runs 8 or
+// fewer columns as dot products of A's rows with B's columns, and up to 16
+// on a 16 x 16 tile; AVX2 declines n < 8 with m > n, where its tiles would
+// be mostly padding and OpenBLAS was measured faster (epprof_gemm_bench).
+// The caller then uses OpenBLAS.
 // Throws std::bad_alloc if its packing buffers cannot grow.
 bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
@@ -40,6 +41,11 @@ bool sgemm_runs(int64_t m, int64_t n);
 struct BPacker {
   void (*pack)(const void* context, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst);
   const void* context;
+  // Optional (null: the kernel transposes what `pack` writes): columns
+  // [j0, j0 + nc) of B, each whole, its k depths in order, column j0 + j
+  // at dst + j * k. The kernel for few columns (AVX-512, 8 or fewer) reads
+  // B so.
+  void (*columns)(const void* context, int64_t j0, int64_t nc, int64_t k, float* dst) = nullptr;
 };
 
 // sgemm() with A row-major (not transposed) and B from a packer. Returns
@@ -51,8 +57,10 @@ bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
 // B packed once for many products with it (a constant weight), instead of
 // on every call as sgemm() packs it. sgemm_packed_size(k, n) is the floats
 // op(B) [k, n] takes in this CPU's panels for products of n columns, or 0
-// when there is no kernel here. sgemm_pack_b writes them at `dst`, 64-byte
-// aligned (op() transposes when trans_b).
+// when there is no kernel here or none that reads B from panels at that n
+// (AVX-512's for 8 columns or fewer reads B's columns as they are: sgemm()
+// runs those). sgemm_pack_b writes them at `dst`, 64-byte aligned (op()
+// transposes when trans_b).
 int64_t sgemm_packed_size(int64_t k, int64_t n);
 void sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, float* dst);
 
