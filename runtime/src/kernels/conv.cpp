@@ -325,34 +325,43 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 // over a few output positions, an audio model's STFT or encoder. Packed
 // into panels a depth at a time and transposed, Silero VAD's encoder Conv
 // ([1,129,3] by 128 filters of 3 taps) spent longer packing than in its
-// product.
-void pack_im2col_columns(const void* context, int64_t j0, int64_t nc, int64_t k, float* dst) {
-  const Im2colPanels& s = *static_cast<const Im2colPanels*>(context);
+// product. Each channel's and row tap's KW taps are one run of X; KW is a
+// constant for the common kernel widths (1, 3, 5, 7), so that the run of an
+// interior column is a few moves (kw() 0: any width).
+template <int KW>
+void pack_columns(const Im2colPanels& s, int64_t j0, int64_t nc, int64_t k, float* dst) {
   const Window& w = *s.w;
-  const int64_t OW = w.out[2], KW = w.k[2], dw = w.d[2];
+  const int64_t OW = w.out[2], kw = KW > 0 ? KW : w.k[2], dw = w.d[2];
   const int64_t channels = k / w.k_size();
   for (int64_t j = j0; j < j0 + nc; ++j) {
     const int64_t r = s.r0 + j / OW, ow = j % OW, od = r / w.out[1], oh = r % w.out[1];
     const int64_t iw0 = ow * w.s[2] - w.pb[2];  // tap 0's input column
     int64_t lo, hi;                             // the taps whose column is inside the row
-    taps_inside(iw0, dw, w.in[2], KW, lo, hi);
+    taps_inside(iw0, dw, w.in[2], kw, lo, hi);
+    const bool inside = lo == 0 && hi == kw && dw == 1;
     for (int64_t c = 0; c < channels; ++c) {
       const float* xc = s.x + c * w.in_size();
       for (int64_t kd = 0; kd < w.k[0]; ++kd)
-        for (int64_t kh = 0; kh < w.k[1]; ++kh, dst += KW) {
+        for (int64_t kh = 0; kh < w.k[1]; ++kh, dst += kw) {
           const float* src = tap_row(xc, w, od, oh, kd, kh);
-          if (!src) {
-            zero_short(dst, KW);
+          if (src && inside) {
+            for (int64_t t = 0; t < kw; ++t) dst[t] = src[iw0 + t];
             continue;
           }
-          zero_short(dst, lo);
-          if (dw == 1)
-            copy_short(dst + lo, src + iw0 + lo, hi - lo);
-          else
-            for (int64_t t = lo; t < hi; ++t) dst[t] = src[iw0 + t * dw];
-          zero_short(dst + hi, KW - hi);
+          for (int64_t t = 0; t < kw; ++t) dst[t] = src && t >= lo && t < hi ? src[iw0 + t * dw] : 0.0f;
         }
     }
+  }
+}
+
+void pack_im2col_columns(const void* context, int64_t j0, int64_t nc, int64_t k, float* dst) {
+  const Im2colPanels& s = *static_cast<const Im2colPanels*>(context);
+  switch (s.w->k[2]) {
+    case 1: return pack_columns<1>(s, j0, nc, k, dst);
+    case 3: return pack_columns<3>(s, j0, nc, k, dst);
+    case 5: return pack_columns<5>(s, j0, nc, k, dst);
+    case 7: return pack_columns<7>(s, j0, nc, k, dst);
+    default: return pack_columns<0>(s, j0, nc, k, dst);
   }
 }
 

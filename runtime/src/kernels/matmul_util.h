@@ -61,15 +61,21 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // OpenBLAS's up to 16 wide).
 constexpr int64_t kSplitGemmAlign = 32;
 
-// part(r0, r1, c0, c1) over an m x n product of depth k: once for all of C,
-// or, when it is large, once per intra-op thread for a contiguous range of
-// the larger of C's rows and columns (whole multiples of kSplitGemmAlign),
-// each part single-threaded onto its own part of C.
+// part(r0, r1, c0, c1) over an m x n product of depth k, of elements of
+// `element_bytes`: once for all of C, or, when it is large, once per
+// intra-op thread for a contiguous range of the larger of C's rows and
+// columns (whole multiples of kSplitGemmAlign), each part single-threaded
+// onto its own part of C. Large is arithmetic enough to pay for the join,
+// or operands large enough (detail::kMinSplitBytes) that reading each
+// part's share of them from its own core's cache pays for it: a gemv on a
+// constant weight (an LSTM step's [1,128] x [128,512]^T, 256 KB of it) is
+// bound by how fast one core reads it.
 template <typename Part>
-void split_gemm(int64_t m, int64_t n, int64_t k, const Part& part) {
+void split_gemm(int64_t m, int64_t n, int64_t k, int64_t element_bytes, const Part& part) {
   const bool by_rows = m >= n;
   const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1) return part(0, m, 0, n);
+  const bool large = m * n * k >= detail::kMinSplitMacs || (m * k + k * n) * element_bytes >= detail::kMinSplitBytes;
+  if (blocks < 2 || !large || detail::intra_op_threads() == 1) return part(0, m, 0, n);
   detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
     const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
     if (by_rows)
@@ -87,7 +93,7 @@ template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   // Rows r0.. of op(A) are A's rows, or its columns when transposed; columns c0.. of op(B) likewise.
-  split_gemm(m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  split_gemm(m, n, k, int64_t(sizeof(T)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     blas_gemm_serial(trans_a, trans_b, r1 - r0, c1 - c0, k, alpha, a + (trans_a ? r0 : r0 * lda), lda,
                      b + (trans_b ? c0 * ldb : c0), ldb, beta, c + r0 * ldc + c0, ldc);
   });
@@ -129,7 +135,7 @@ class PackedWeight {
             int64_t ldc) const {
     if (!takes(m)) return false;
     const float* packed = panels_.data<float>();
-    split_gemm(m, n_, k_, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    split_gemm(m, n_, k_, int64_t(sizeof(float)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       sgemm_packed(trans_a, r1 - r0, n_, c0, c1, k_, alpha, a + (trans_a ? r0 : r0 * lda), lda, packed, beta,
                    c + r0 * ldc + c0, ldc);
     });

@@ -216,7 +216,7 @@ template <int N>
 __attribute__((target("avx512f,fma"))) void skinny_avx512(int64_t m, int64_t k, float alpha, const float* a,
                                                           int64_t lda, const float* bt, int64_t ldbt, float beta,
                                                           float* c, int64_t ldc) {
-  constexpr int Rows = N <= 2 ? 8 : N <= 4 ? 4 : 2;
+  constexpr int Rows = N <= 3 ? 8 : N == 4 ? 6 : N <= 6 ? 4 : N == 7 ? 3 : 2;
   constexpr int kSums = Rows * N;
   const int64_t full = k / 16 * 16;
   const __mmask16 tail = __mmask16((1u << (k % 16)) - 1);
