@@ -101,6 +101,8 @@ void im2col_run(T* out, const T* src, int64_t from, int64_t to, int64_t lo, int6
   zero_short(out, a - from);
   if (stride == 1)
     copy_short(out + (a - from), src + (a + off), b - a);
+  else if (stride == 2)  // a constant stride: the loads vectorise as deinterleaving shuffles
+    for (int64_t o = a; o < b; ++o) out[o - from] = src[o * 2 + off];
   else
     for (int64_t o = a; o < b; ++o) out[o - from] = src[o * stride + off];
   zero_short(out + (b - from), to - b);
