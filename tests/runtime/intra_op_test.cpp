@@ -461,6 +461,8 @@ TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
       {{3, 70, 128}, {128, 96}, {3, 70, 96}},   // batched
       {{1, 2048}, {2048, 1024}, {1, 1024}},     // one row: a gemv
       {{1000, 512}, {512, 1}, {1000, 1}},       // one column: a gemv
+      {{1, 128}, {128, 512}, {1, 512}},         // a gemv split for its 256 KB weight alone
+      {{300, 256}, {256, 3}, {300, 3}},         // three columns (AVX-512's dot-product kernel) split by rows
   };
   for (const MatMulCase& c : matmuls) {
     SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
@@ -487,6 +489,30 @@ TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
     rtt::set_float(node, "alpha", 0.5f);
     expect_same_for_all_thread_counts(rtt::bytes(m), {{"A", random_tensor(a, 8)}});
   }
+}
+
+// The global pools split small planes by ranges of planes (from 32 KB of
+// input), and an LSTM step's gemvs by their weights' rows.
+TEST(IntraOpKernels, GlobalPoolsAndAnLstmStepMatchOneThread) {
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
+    for (const Shape& x : {Shape{2, 40, 12, 12}, Shape{1, 3, 5, 7}}) {
+      SCOPED_TRACE(std::string(op) + " on " + shape_to_string(x));
+      auto m = rtt::make_model();
+      rtt::add_io(m, true, "X", x);
+      rtt::add_io(m, false, "Y", {x[0], x[1], 1, 1});
+      rtt::add_node(m, op, "pool", {"X"}, {"Y"});
+      expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor(x, 10)}});
+    }
+  SCOPED_TRACE("LSTM, one step of hidden size 128 (Silero VAD's)");
+  const int64_t hidden = 128, in = 128;
+  auto m = rtt::make_model();
+  rtt::add_io(m, true, "X", {1, 1, in});
+  rtt::add_io(m, false, "Y_h", {1, 1, hidden});
+  rtt::add_float_init(m, "W", {1, 4 * hidden, in}, random_values(static_cast<size_t>(4 * hidden * in), 11));
+  rtt::add_float_init(m, "R", {1, 4 * hidden, hidden}, random_values(static_cast<size_t>(4 * hidden * hidden), 12));
+  auto* lstm = rtt::add_node(m, "LSTM", "lstm", {"X", "W", "R"}, {"", "Y_h"});
+  rtt::set_int(lstm, "hidden_size", hidden);
+  expect_same_for_all_thread_counts(rtt::bytes(m), {{"X", random_tensor({1, 1, in}, 13)}});
 }
 
 TEST(IntraOpKernels, ParallelExecutorRunsSplitConvsAtOnce) {

@@ -470,22 +470,36 @@ EPPROF_SIMD_CLONES double plane_reduce(const T* x, int64_t n) noexcept {
   return acc;
 }
 
+// Split by ranges of planes when the kernel before it split X so
+// (detail::split_by_planes) and X is kMinSplitPlanesBytes or more: each
+// thread then reduces the planes it wrote. Unsplit, the CNN's
+// GlobalAveragePool ([1,64,16,16], 64 KB) took 3.0 us in a 1-thread session
+// and 5.5 us in a 2-thread one, reading half of X from the other core's
+// cache; split, 2.8 us. (Below kMinSplitBytes: the reduction is a read of
+// X and a write of one value a plane, cheaper than an element-wise op's.)
+constexpr int64_t kMinSplitPlanesBytes = int64_t(32) << 10;
+
 template <typename T>
 void global_pool(const Tensor& x, GlobalKind kind, double p, Tensor& out) {
   const int64_t planes = x.dim(0) * x.dim(1), S = planes ? x.size() / planes : 0;
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const T* xp = x.data<T>() + pl * S;
-    double acc = 0.0;
-    if (kind == GlobalKind::Max)
-      acc = plane_reduce<T, true>(xp, S);
-    else if (kind == GlobalKind::Average)
-      acc = plane_reduce<T, false>(xp, S);
-    else
-      for (int64_t s = 0; s < S; ++s) acc += std::pow(std::fabs(static_cast<double>(xp[s])), p);
-    if (kind == GlobalKind::Average) acc = S ? acc / static_cast<double>(S) : 0.0;
-    if (kind == GlobalKind::Lp) acc = std::pow(acc, 1.0 / p);
-    out.mutable_data<T>()[pl] = static_cast<T>(acc);
-  }
+  const bool split = detail::split_by_planes(planes, S * int64_t(sizeof(T))) &&
+                     x.size() * int64_t(sizeof(T)) >= kMinSplitPlanesBytes;
+  const int64_t ranges = split ? detail::intra_op_ranges(planes, 1) : 1;
+  detail::parallel_for_ranges(planes, ranges, [&](int64_t, int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const T* xp = x.data<T>() + pl * S;
+      double acc = 0.0;
+      if (kind == GlobalKind::Max)
+        acc = plane_reduce<T, true>(xp, S);
+      else if (kind == GlobalKind::Average)
+        acc = plane_reduce<T, false>(xp, S);
+      else
+        for (int64_t s = 0; s < S; ++s) acc += std::pow(std::fabs(static_cast<double>(xp[s])), p);
+      if (kind == GlobalKind::Average) acc = S ? acc / static_cast<double>(S) : 0.0;
+      if (kind == GlobalKind::Lp) acc = std::pow(acc, 1.0 / p);
+      out.mutable_data<T>()[pl] = static_cast<T>(acc);
+    }
+  });
 }
 
 std::unique_ptr<Kernel> make_global_pool(const Node& node, GlobalKind kind) {
