@@ -194,7 +194,10 @@ void pad_rows(const float* x, int64_t channels, const Window& w, const PaddedLay
         else
           a = lo[r], b = hi[r];
         for (int64_t j = 0; j < a; ++j) ph[j] = 0.0f;
-        for (int64_t j = a; j < b; ++j) ph[j] = src[j * s + r - pl];
+        if (s == 2)  // a constant stride: the loads vectorise as deinterleaving shuffles
+          for (int64_t j = a; j < b; ++j) ph[j] = src[j * 2 + r - pl];
+        else
+          for (int64_t j = a; j < b; ++j) ph[j] = src[j * s + r - pl];
         for (int64_t j = b; j < l.phase; ++j) ph[j] = 0.0f;
       }
     }
