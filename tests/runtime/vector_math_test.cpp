@@ -21,6 +21,7 @@ using epprof::rt::kernels::erf_f32;
 using epprof::rt::kernels::exp_f32;
 using epprof::rt::kernels::log_f32;
 using epprof::rt::kernels::sigmoid_f32;
+using epprof::rt::kernels::tanh_f32;
 
 // Distance in units in the last place between a float and an exact value.
 double ulps(float got, double want) {
@@ -103,6 +104,30 @@ TEST(VectorMath, SigmoidIsWithinThreeUlp) {
   EXPECT_EQ(sigmoid_f32(std::numeric_limits<float>::infinity()), 1.0f);
   EXPECT_EQ(sigmoid_f32(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_TRUE(std::isnan(sigmoid_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// tanh_f32 is within 4 ulp of tanh across the series' range, the switch
+// to the exponential form at |x| = 0.25, and out to where tanh is 1.
+TEST(VectorMath, TanhIsWithinFourUlp) {
+  double worst = 0, at = 0;
+  const int n = 1 << 21;
+  for (int i = 0; i <= n; ++i) {
+    const float x = -12.0f + 24.0f * static_cast<float>(i) / n;
+    const double e = ulps(tanh_f32(x), std::tanh(static_cast<double>(x)));
+    if (e > worst) worst = e, at = x;
+  }
+  for (float x = 1e-30f; x < 1.0f; x *= 1.01f) {  // small inputs keep their precision
+    const double e = ulps(tanh_f32(-x), std::tanh(-static_cast<double>(x)));
+    if (e > worst) worst = e, at = -x;
+  }
+  std::printf("[ info ] tanh_f32: worst %.2f ulp (at %g)\n", worst, at);
+  EXPECT_LE(worst, 4.0) << "at x = " << at;
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(tanh_f32(inf), 1.0f);
+  EXPECT_EQ(tanh_f32(-inf), -1.0f);
+  EXPECT_EQ(tanh_f32(50.0f), 1.0f);
+  EXPECT_TRUE(std::signbit(tanh_f32(-0.0f)));
+  EXPECT_TRUE(std::isnan(tanh_f32(std::numeric_limits<float>::quiet_NaN())));
 }
 
 // erf_f32 is within 2.5e-7 of erf everywhere (a few ulp where erf nears 1),

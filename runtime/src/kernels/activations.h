@@ -40,9 +40,11 @@ inline T sigmoid(T x) {
   }
 }
 
+// float: vector_math.h's tanh_f32 (no libm call, so loops of it vectorise:
+// std::tanh kept them scalar). double: libm.
 template <typename T>
 inline T tanh(T x) {
-  return std::tanh(x);
+  return tanh_of(x);
 }
 
 // max(0, min(1, alpha * x + beta)); std::max/min with the constant first

@@ -66,7 +66,7 @@ void activate(const Activation& act, T* x, int64_t n) {
   const T zero = 0, one = 1;
   switch (act.kind) {
     case ActKind::Relu: for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], zero); break;
-    case ActKind::Tanh: for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]); break;
+    case ActKind::Tanh: for (int64_t i = 0; i < n; ++i) x[i] = tanh_of(x[i]); break;  // vectorised (vector_math.h)
     case ActKind::Sigmoid:
       if constexpr (std::is_same_v<T, float>) {
         for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_f32(x[i]);  // vectorised (vector_math.h)
@@ -77,7 +77,7 @@ void activate(const Activation& act, T* x, int64_t n) {
     case ActKind::Affine: for (int64_t i = 0; i < n; ++i) x[i] = a * x[i] + b; break;
     case ActKind::LeakyRelu: for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= zero ? x[i] : a * x[i]; break;
     case ActKind::ThresholdedRelu: for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= a ? x[i] : zero; break;
-    case ActKind::ScaledTanh: for (int64_t i = 0; i < n; ++i) x[i] = a * std::tanh(b * x[i]); break;
+    case ActKind::ScaledTanh: for (int64_t i = 0; i < n; ++i) x[i] = a * tanh_of(b * x[i]); break;
     case ActKind::HardSigmoid:
       for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(a * x[i] + b, zero), one);
       break;
