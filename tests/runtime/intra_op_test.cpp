@@ -461,7 +461,6 @@ TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
       {{3, 70, 128}, {128, 96}, {3, 70, 96}},   // batched
       {{1, 2048}, {2048, 1024}, {1, 1024}},     // one row: a gemv
       {{1000, 512}, {512, 1}, {1000, 1}},       // one column: a gemv
-      {{1, 128}, {128, 512}, {1, 512}},         // a gemv split for its 256 KB weight alone
       {{300, 256}, {256, 3}, {300, 3}},         // three columns (AVX-512's dot-product kernel) split by rows
   };
   for (const MatMulCase& c : matmuls) {
@@ -492,7 +491,7 @@ TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
 }
 
 // The global pools split small planes by ranges of planes (from 32 KB of
-// input), and an LSTM step's gemvs by their weights' rows.
+// input); an LSTM step runs its one-row products on the few-column sgemm.
 TEST(IntraOpKernels, GlobalPoolsAndAnLstmStepMatchOneThread) {
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
     for (const Shape& x : {Shape{2, 40, 12, 12}, Shape{1, 3, 5, 7}}) {

@@ -20,9 +20,10 @@ namespace epprof::rt::kernels {
 // thread (see blas_gemm), op() transposing when asked; lda/ldb/ldc are row
 // strides. Float runs on the runtime's sgemm where it has a kernel (0.55-0.75x
 // OpenBLAS's time on the models' shapes: bench/gemm_bench.cpp), the rest on
-// OpenBLAS. One row or one column is an OpenBLAS gemv: gemm would pack all of
-// B (or A) for it, which costs more than the product (a [1,3264] x
-// [3264,128] Gemm: 114 us as gemm).
+// OpenBLAS. One row or one column is the few-column sgemm where it runs
+// (AVX-512) and its operands allow, else an OpenBLAS gemv: a packing gemm
+// would pack all of B (or A) for it, which costs more than the product (a
+// [1,3264] x [3264,128] Gemm: 114 us as gemm).
 template <typename T>
 void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -35,6 +36,17 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     else
       cblas_dgemv(CblasRowMajor, t, rows, cols, al, mat, ld, x, incx, be, y, incy);
   };
+  if constexpr (std::is_same_v<T, float>) {
+    // A row against B [n,k] is B · a^T, a column from a contiguous b is
+    // A · b: products of one column, which the runtime's sgemm runs (AVX-512)
+    // with the large operand's rows read in place, and without OpenBLAS's
+    // per-call cost (an LSTM step's four [64,128] gemvs took longer in it
+    // than whole).
+    if (m == 1 && trans_b && (!trans_a || lda == 1) && sgemm(false, true, n, 1, k, alpha, b, ldb, a, k, beta, c, 1))
+      return;
+    if (n == 1 && !trans_a && (trans_b || ldb == 1) && sgemm(false, true, m, 1, k, alpha, a, lda, b, k, beta, c, ldc))
+      return;
+  }
   if (m == 1) {  // c[1,n] = op(B)^T · a
     const blasint inc_a = trans_a ? bi(lda) : 1;
     if (trans_b)  // B is [n,k]
@@ -61,21 +73,17 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // OpenBLAS's up to 16 wide).
 constexpr int64_t kSplitGemmAlign = 32;
 
-// part(r0, r1, c0, c1) over an m x n product of depth k, of elements of
-// `element_bytes`: once for all of C, or, when it is large, once per
-// intra-op thread for a contiguous range of the larger of C's rows and
-// columns (whole multiples of kSplitGemmAlign), each part single-threaded
-// onto its own part of C. Large is arithmetic enough to pay for the join,
-// or operands large enough (detail::kMinSplitBytes) that reading each
-// part's share of them from its own core's cache pays for it: a gemv on a
-// constant weight (an LSTM step's [1,128] x [128,512]^T, 256 KB of it) is
-// bound by how fast one core reads it.
+// part(r0, r1, c0, c1) over an m x n product of depth k: once for all of C,
+// or, when it is large, once per intra-op thread for a contiguous range of
+// the larger of C's rows and columns (whole multiples of kSplitGemmAlign),
+// each part single-threaded onto its own part of C. (Not for its operands'
+// size alone: an LSTM step's gemvs on 256 KB weights, split, took longer
+// on two threads than whole on one.)
 template <typename Part>
-void split_gemm(int64_t m, int64_t n, int64_t k, int64_t element_bytes, const Part& part) {
+void split_gemm(int64_t m, int64_t n, int64_t k, const Part& part) {
   const bool by_rows = m >= n;
   const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-  const bool large = m * n * k >= detail::kMinSplitMacs || (m * k + k * n) * element_bytes >= detail::kMinSplitBytes;
-  if (blocks < 2 || !large || detail::intra_op_threads() == 1) return part(0, m, 0, n);
+  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1) return part(0, m, 0, n);
   detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
     const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
     if (by_rows)
@@ -93,7 +101,7 @@ template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   // Rows r0.. of op(A) are A's rows, or its columns when transposed; columns c0.. of op(B) likewise.
-  split_gemm(m, n, k, int64_t(sizeof(T)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  split_gemm(m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     blas_gemm_serial(trans_a, trans_b, r1 - r0, c1 - c0, k, alpha, a + (trans_a ? r0 : r0 * lda), lda,
                      b + (trans_b ? c0 * ldb : c0), ldb, beta, c + r0 * ldc + c0, ldc);
   });
@@ -135,7 +143,7 @@ class PackedWeight {
             int64_t ldc) const {
     if (!takes(m)) return false;
     const float* packed = panels_.data<float>();
-    split_gemm(m, n_, k_, int64_t(sizeof(float)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    split_gemm(m, n_, k_, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       sgemm_packed(trans_a, r1 - r0, n_, c0, c1, k_, alpha, a + (trans_a ? r0 : r0 * lda), lda, packed, beta,
                    c + r0 * ldc + c0, ldc);
     });

@@ -16,6 +16,7 @@
 
 #include "kernels/common.h"
 #include "kernels/matmul_util.h"
+#include "kernels/simd.h"
 #include "kernels/vector_math.h"
 #include "memory_hooks.h"
 
@@ -59,9 +60,11 @@ constexpr ActInfo kActivations[] = {
     {"softplus", ActKind::Softplus, false, false, 0.0f, 0.0f},
 };
 
-// Applies `act` in place to x[0..n).
+// Applies `act` in place to x[0..n), built for the CPU it runs on
+// (kernels/simd.h): an LSTM step's sigmoids and tanhs of 4 x 128 gates took
+// 1.3 us as baseline SSE2.
 template <typename T>
-void activate(const Activation& act, T* x, int64_t n) {
+EPPROF_SIMD_CLONES void activate(const Activation& act, T* x, int64_t n) noexcept {
   const T a = static_cast<T>(act.alpha), b = static_cast<T>(act.beta);
   const T zero = 0, one = 1;
   switch (act.kind) {
