@@ -462,6 +462,7 @@ TEST(IntraOpKernels, MatMulAndGemmMatchOneThread) {
       {{1, 2048}, {2048, 1024}, {1, 1024}},     // one row: a gemv
       {{1000, 512}, {512, 1}, {1000, 1}},       // one column: a gemv
       {{300, 256}, {256, 3}, {300, 3}},         // three columns (AVX-512's dot-product kernel) split by rows
+      {{1, 3264}, {3264, 128}, {1, 128}},       // a gemv split for its 1.7 MB weight alone
   };
   for (const MatMulCase& c : matmuls) {
     SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));

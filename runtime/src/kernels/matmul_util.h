@@ -73,17 +73,26 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // OpenBLAS's up to 16 wide).
 constexpr int64_t kSplitGemmAlign = 32;
 
-// part(r0, r1, c0, c1) over an m x n product of depth k: once for all of C,
-// or, when it is large, once per intra-op thread for a contiguous range of
-// the larger of C's rows and columns (whole multiples of kSplitGemmAlign),
-// each part single-threaded onto its own part of C. (Not for its operands'
-// size alone: an LSTM step's gemvs on 256 KB weights, split, took longer
-// on two threads than whole on one.)
+// Operand bytes from which a product splits even when its arithmetic would
+// not pay for the join: it then streams from beyond one core's L2, and each
+// thread reads half. openWakeWord's timer head, a [1,3264] x [128,3264]^T
+// Gemm (1.7 MB of weight), took 18 us whole on either thread count and ran
+// 2.1x faster split. An LSTM step's gemvs on 256 KB weights, which stay in
+// L2, took longer split on two threads (6.1-6.6 us) than whole on one (5.9).
+constexpr int64_t kMinSplitOperandBytes = int64_t(1) << 20;
+
+// part(r0, r1, c0, c1) over an m x n product of depth k, of elements of
+// `element_bytes`: once for all of C, or, when it is large (kMinSplitMacs
+// multiply-adds, or kMinSplitOperandBytes of A and B), once per intra-op
+// thread for a contiguous range of the larger of C's rows and columns
+// (whole multiples of kSplitGemmAlign), each part single-threaded onto its
+// own part of C.
 template <typename Part>
-void split_gemm(int64_t m, int64_t n, int64_t k, const Part& part) {
+void split_gemm(int64_t m, int64_t n, int64_t k, int64_t element_bytes, const Part& part) {
   const bool by_rows = m >= n;
   const int64_t blocks = ((by_rows ? m : n) + kSplitGemmAlign - 1) / kSplitGemmAlign;
-  if (blocks < 2 || m * n * k < detail::kMinSplitMacs || detail::intra_op_threads() == 1) return part(0, m, 0, n);
+  const bool large = m * n * k >= detail::kMinSplitMacs || (m * k + k * n) * element_bytes >= kMinSplitOperandBytes;
+  if (blocks < 2 || !large || detail::intra_op_threads() == 1) return part(0, m, 0, n);
   detail::parallel_for_ranges(blocks, detail::intra_op_ranges(blocks, 1), [&](int64_t, int64_t b0, int64_t b1) {
     const int64_t lo = b0 * kSplitGemmAlign, hi = std::min(by_rows ? m : n, b1 * kSplitGemmAlign);
     if (by_rows)
@@ -101,7 +110,7 @@ template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   // Rows r0.. of op(A) are A's rows, or its columns when transposed; columns c0.. of op(B) likewise.
-  split_gemm(m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  split_gemm(m, n, k, int64_t(sizeof(T)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     blas_gemm_serial(trans_a, trans_b, r1 - r0, c1 - c0, k, alpha, a + (trans_a ? r0 : r0 * lda), lda,
                      b + (trans_b ? c0 * ldb : c0), ldb, beta, c + r0 * ldc + c0, ldc);
   });
@@ -143,7 +152,7 @@ class PackedWeight {
             int64_t ldc) const {
     if (!takes(m)) return false;
     const float* packed = panels_.data<float>();
-    split_gemm(m, n_, k_, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    split_gemm(m, n_, k_, int64_t(sizeof(float)), [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       sgemm_packed(trans_a, r1 - r0, n_, c0, c1, k_, alpha, a + (trans_a ? r0 : r0 * lda), lda, packed, beta,
                    c + r0 * ldc + c0, ldc);
     });
