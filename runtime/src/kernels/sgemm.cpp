@@ -209,9 +209,11 @@ __attribute__((target("avx512f,fma"))) inline __m256 sums8(const __m256* v) {
 }
 
 // C[m, N] = alpha * A[m, k] * B + beta * C (with beta == 0, C is not read),
-// Rows rows of A at a time against all N columns: at most 16 accumulators.
-// Rows past m read row 0 (as the in-place micro-kernels do) and are not
-// stored.
+// Rows rows of A at a time against all N columns: 16 to 24 accumulators,
+// with N B vectors and an A vector within the 32 registers (8 rows at 3
+// columns ran Silero VAD's STFT 10% faster than 4; 12 or 16 rows at 1 and
+// 2 columns ran slower than 8). Rows past m read row 0 (as the in-place
+// micro-kernels do) and are not stored.
 template <int N>
 __attribute__((target("avx512f,fma"))) void skinny_avx512(int64_t m, int64_t k, float alpha, const float* a,
                                                           int64_t lda, const float* bt, int64_t ldbt, float beta,
