@@ -40,8 +40,8 @@ void blas_gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     // A row against B [n,k] is B · a^T, a column from a contiguous b is
     // A · b: products of one column, which the runtime's sgemm runs (AVX-512)
     // with the large operand's rows read in place, and without OpenBLAS's
-    // per-call cost (an LSTM step's four [64,128] gemvs took longer in it
-    // than whole).
+    // per-call cost (Silero VAD's LSTM step, two [1,128] x [128,512]^T
+    // products, as a one-node session: 7.9 -> 7.1 us).
     if (m == 1 && trans_b && (!trans_a || lda == 1) && sgemm(false, true, n, 1, k, alpha, b, ldb, a, k, beta, c, 1))
       return;
     if (n == 1 && !trans_a && (trans_b || ldb == 1) && sgemm(false, true, m, 1, k, alpha, a, lda, b, k, beta, c, ldc))

@@ -474,9 +474,10 @@ EPPROF_SIMD_CLONES double plane_reduce(const T* x, int64_t n) noexcept {
 // (detail::split_by_planes) and X is kMinSplitPlanesBytes or more: each
 // thread then reduces the planes it wrote. Unsplit, the CNN's
 // GlobalAveragePool ([1,64,16,16], 64 KB) took 3.0 us in a 1-thread session
-// and 5.5 us in a 2-thread one, reading half of X from the other core's
-// cache; split, 2.8 us. (Below kMinSplitBytes: the reduction is a read of
-// X and a write of one value a plane, cheaper than an element-wise op's.)
+// and 5.9-6.1 us in a 2-thread one, reading half of X from the other core's
+// cache; split, 2.9-3.4 us. (The threshold is below kMinSplitBytes: a
+// reduction writes one value a plane, so the split costs it little beyond
+// the join.)
 constexpr int64_t kMinSplitPlanesBytes = int64_t(32) << 10;
 
 template <typename T>
