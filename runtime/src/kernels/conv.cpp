@@ -328,7 +328,7 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 // ([1,129,3] by 128 filters of 3 taps) spent longer packing than in its
 // product. Each channel's and row tap's KW taps are one run of X; KW is a
 // constant for the common kernel widths (1, 3, 5, 7), so that the run of an
-// interior column is a few moves (kw() 0: any width).
+// interior column is a few moves (KW 0: any width).
 template <int KW>
 void pack_columns(const Im2colPanels& s, int64_t j0, int64_t nc, int64_t k, float* dst) {
   const Window& w = *s.w;

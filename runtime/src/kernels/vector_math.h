@@ -138,8 +138,8 @@ inline float sigmoid_f32(float x) {
 // tanh x within 4 ulp: below |x| = 0.25 its odd Maclaurin series to x^9
 // (the next term is under 1e-8 of the result there), above it
 // (1 - e) / (1 + e) with e = e^(-2|x|) (e <= 0.61, so the difference loses
-// no more than two bits), the sign put back. Past |x| = 44 e is 0 and the
-// result +-1; NaN stays NaN. Selects and arithmetic only, as exp_f32.
+// no more than two bits), the sign put back. From |x| = 9 on the result
+// rounds to +-1; NaN stays NaN. Selects and arithmetic only, as exp_f32.
 inline float tanh_f32(float x) {
   const float a = std::fabs(x), a2 = a * a;
   const float small = a + a * a2 * (-1.0f / 3 + a2 * (2.0f / 15 + a2 * (-17.0f / 315 + a2 * (62.0f / 2835))));
