@@ -138,7 +138,7 @@ inline float sigmoid_f32(float x) {
 // tanh x within 4 ulp: below |x| = 0.25 its odd Maclaurin series to x^9
 // (the next term is under 1e-8 of the result there), above it
 // (1 - e) / (1 + e) with e = e^(-2|x|) (e <= 0.61, so the difference loses
-// no more than two bits), the sign put back. From |x| = 9 on the result
+// no more than two bits), the sign put back. From |x| = 10 on the result
 // rounds to +-1; NaN stays NaN. Selects and arithmetic only, as exp_f32.
 inline float tanh_f32(float x) {
   const float a = std::fabs(x), a2 = a * a;
