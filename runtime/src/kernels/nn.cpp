@@ -6,6 +6,7 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/common.h"
+#include "kernels/reduce_util.h"
 #include "kernels/simd.h"
 #include "kernels/softmax.h"
 
@@ -28,7 +29,6 @@ EPPROF_SIMD_CLONES void scale_shift_channels(const T* x, T* y, int64_t N, int64_
 
 // Layer normalisation of `outer` rows of `inner` elements: mean and variance
 // in double, then (x - mean) * inv * scale + bias. `bias` may be null.
-// (sum_in_lanes is softmax.h's.)
 template <typename T>
 EPPROF_SIMD_CLONES void layer_norm_rows(const T* x, T* y, int64_t outer, int64_t inner, const T* scale,
                                         const T* bias, double eps, float* means, float* invs) noexcept {
@@ -38,15 +38,9 @@ EPPROF_SIMD_CLONES void layer_norm_rows(const T* x, T* y, int64_t outer, int64_t
     // Both sums over 8 lanes (sum_in_lanes), so that they vectorise: in one
     // chain each, the bundled transformer's LayerNormalizations ([1,128,256])
     // took four times ONNX Runtime's time.
-    const double mean = sum_in_lanes(xr, inner) / static_cast<double>(inner);
-    constexpr int kLanes = 8;
-    double lanes[kLanes] = {};
-    int64_t k = 0;
-    for (; k + kLanes <= inner; k += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] += (xr[k + l] - mean) * (xr[k + l] - mean);
-    double sq = 0;
-    for (double l : lanes) sq += l;
-    for (; k < inner; ++k) sq += (xr[k] - mean) * (xr[k] - mean);
+    const double mean =
+        sum_in_lanes(inner, [xr](int64_t k) { return static_cast<double>(xr[k]); }) / static_cast<double>(inner);
+    const double sq = sum_in_lanes(inner, [xr, mean](int64_t k) { return (xr[k] - mean) * (xr[k] - mean); });
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
     if (bias)
       for (int64_t i = 0; i < inner; ++i) yr[i] = static_cast<T>((xr[i] - mean) * inv * scale[i] + bias[i]);

@@ -32,6 +32,25 @@ A acc_mul(A a, A b) {
     return a * b;
 }
 
+// The sum in double of term(k) over k in [0, n), over 8 independent lanes
+// so that loops of it vectorise (one chain of dependent adds stays scalar:
+// GCC keeps a reduction in order without -ffast-math; GlobalAveragePool ran
+// at 2.3x ONNX Runtime's time that way on ppocr_v4_det). Lane l takes the
+// terms k = l (mod 8) of the whole groups of 8; the lanes are then added in
+// order, then the rest of the terms.
+template <typename Term>
+inline double sum_in_lanes(int64_t n, const Term& term) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(k + l);
+  double sum = 0.0;
+  for (double l : lanes) sum += l;
+  for (; k < n; ++k) sum += term(k);
+  return sum;
+}
+
 // A reduction of `shape` over the axes marked in `reduced`, with adjacent
 // dims of the same kind merged so that the innermost loop is contiguous in
 // the input. Output slots are numbered in the input's order with the reduced

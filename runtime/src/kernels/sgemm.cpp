@@ -362,29 +362,21 @@ bool skinny(const Kernel* kern, int64_t n) {
 }
 
 // sgemm() on the few-column kernel, where skinny() holds, for A row-major,
-// k > 0 and alpha != 0: B's columns are copied into rows (a transposed B is
-// read in place), from `packer` when it is given (its columns, or one
-// panel of n columns transposed; then b, ldb and trans_b are unused).
+// k > 0 and alpha != 0: B's columns as rows, written by `packer` when it is
+// given (BPacker::columns; then b, ldb and trans_b are unused), else copied
+// from B (a transposed B is read in place).
 void run_skinny(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const BPacker* packer = nullptr) {
 #ifdef EPPROF_SGEMM_X86
   const float* bt = b;
   int64_t ldbt = ldb;
-  if (packer && packer->columns) {
+  if (packer || !trans_b) {
     float* t = tl_transposed.get(n * k);
-    packer->columns(packer->context, 0, n, k, t);
-    bt = t, ldbt = k;
-  } else if (packer || !trans_b) {
-    const float* rows = b;  // B [k, n], rows ld apart
-    int64_t ld = ldb;
-    if (packer) {
-      float* panel = tl_pack_b.get(k * n);
-      packer->pack(packer->context, 0, k, 0, n, n, panel);
-      rows = panel, ld = n;
-    }
-    float* t = tl_transposed.get(n * k);
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p) t[j * k + p] = rows[p * ld + j];
+    if (packer)
+      packer->columns(packer->context, 0, n, k, t);
+    else
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p) t[j * k + p] = b[p * ldb + j];
     bt = t, ldbt = k;
   }
   kSkinny[n - 1](m, k, alpha, a, lda, bt, ldbt, beta, c, ldc);
@@ -526,7 +518,7 @@ bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 bool sgemm_packing(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const BPacker& b,
                    float beta, float* c, int64_t ldc) {
   if (!sgemm_runs(m, n)) return false;
-  if (k > 0 && alpha != 0.0f && skinny(kernel(), n))
+  if (k > 0 && alpha != 0.0f && skinny(kernel(), n) && b.columns)
     run_skinny(false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);
   else
     run(for_columns(kernel(), n), false, false, m, n, k, alpha, a, lda, nullptr, 0, beta, c, ldc, &b);

@@ -41,10 +41,10 @@ bool sgemm_runs(int64_t m, int64_t n);
 struct BPacker {
   void (*pack)(const void* context, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dst);
   const void* context;
-  // Optional (null: the kernel transposes what `pack` writes): columns
-  // [j0, j0 + nc) of B, each whole, its k depths in order, column j0 + j
-  // at dst + j * k. The kernel for few columns (AVX-512, 8 or fewer) reads
-  // B so.
+  // Optional: columns [j0, j0 + nc) of B, each whole, its k depths in
+  // order, column j0 + j at dst + j * k. The kernel for few columns
+  // (AVX-512, 8 or fewer) reads B so; without it, such products run on
+  // `pack`'s panels in the 16 x 16 kernel.
   void (*columns)(const void* context, int64_t j0, int64_t nc, int64_t k, float* dst) = nullptr;
 };
 

@@ -5,28 +5,14 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/reduce_util.h"
 #include "kernels/simd.h"
 #include "kernels/vector_math.h"
 
 namespace epprof::rt::kernels {
 
-// The sum of e[0, n) in double, over 8 independent lanes so that the loop
-// vectorises (one chain of dependent adds does not: GCC keeps a reduction
-// in order without -ffast-math).
-template <typename T>
-inline double sum_in_lanes(const T* e, int64_t n) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(e[k + l]);
-  double sum = 0.0;
-  for (double l : lanes) sum += l;
-  for (; k < n; ++k) sum += static_cast<double>(e[k]);
-  return sum;
-}
-
-// The maximum of x[0, n), n >= 1, over 16 lanes (as sum_in_lanes). A NaN
+// The maximum of x[0, n), n >= 1, over 16 lanes, as sum_in_lanes sums
+// (reduce_util.h). A NaN
 // may or may not win; softmax_along's sum is NaN either way.
 template <typename T>
 inline T max_in_lanes(const T* x, int64_t n) {
@@ -62,7 +48,7 @@ EPPROF_SIMD_CLONES void softmax_along(const T* x, T* y, int64_t outer, int64_t n
       T* yr = y + o * n;
       const T mx = max_in_lanes(xr, n);  // exp cannot overflow below it
       for (int64_t k = 0; k < n; ++k) yr[k] = exp_of(xr[k] - mx);
-      const double sum = sum_in_lanes(yr, n);
+      const double sum = sum_in_lanes(n, [yr](int64_t k) { return static_cast<double>(yr[k]); });
       if (log) {
         const T shift = static_cast<T>(static_cast<double>(mx) + std::log(sum));
         for (int64_t k = 0; k < n; ++k) yr[k] = xr[k] - shift;
