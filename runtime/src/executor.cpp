@@ -174,8 +174,9 @@ class ParallelExecutor final : public Executor {
 // from enclosing scopes taken from the node's implicit inputs.
 class NodeSubgraphs final : public SubgraphRunner {
  public:
-  NodeSubgraphs(const NodePlan& np, const std::vector<Tensor>& values, const Observers& obs, const RunContext& run)
-      : np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {
+  NodeSubgraphs(const ExecPlan& plan, const NodePlan& np, const std::vector<Tensor>& values, const Observers& obs,
+                const RunContext& run)
+      : outer_(plan), np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {
     run_.ask_for_blocks = run.ask_for_blocks;
   }
 
@@ -188,10 +189,9 @@ class NodeSubgraphs final : public SubgraphRunner {
     if (inputs.size() != plan.input_slots.size())
       throw Error(ErrorKind::Kernel, "subgraph '" + graph.name + "' takes " + std::to_string(plan.input_slots.size()) +
                                          " inputs, got " + std::to_string(inputs.size()));
-    std::vector<Tensor> values = plan.constants;
+    std::vector<Tensor> values(plan.num_slots);
     for (size_t i = 0; i < plan.outer_slots.size(); ++i)
-      values[static_cast<size_t>(plan.outer_slots[i])] =
-          values_[static_cast<size_t>(np_.implicit_slots[sp->outer_from[i]])];
+      values[static_cast<size_t>(plan.outer_slots[i])] = outer_.value(values_, np_.implicit_slots[sp->outer_from[i]]);
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
     RunContext run = run_;
     // The run reserved correlation ids for the top-level plan's positions
@@ -210,11 +210,12 @@ class NodeSubgraphs final : public SubgraphRunner {
     }
     std::vector<Tensor> outputs;
     outputs.reserve(plan.output_slots.size());
-    for (int id : plan.output_slots) outputs.push_back(values[static_cast<size_t>(id)]);
+    for (int id : plan.output_slots) outputs.push_back(plan.value(values, id));
     return outputs;
   }
 
  private:
+  const ExecPlan& outer_;  // the plan np_ is in, whose values values_ are
   const NodePlan& np_;
   const std::vector<Tensor>& values_;
   const Observers& obs_;
@@ -283,7 +284,7 @@ void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values
   KernelContext ctx;
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
-    if (np.in_slots[i] >= 0) ctx.inputs[i] = &values[static_cast<size_t>(np.in_slots[i])];
+    if (np.in_slots[i] >= 0) ctx.inputs[i] = &plan.value(values, np.in_slots[i]);
   ctx.outputs.resize(np.out_slots.size());
   const auto store_outputs = [&] {
     for (size_t o = 0; o < np.out_slots.size(); ++o)
@@ -300,7 +301,7 @@ void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values
     return;
   }
   std::optional<NodeSubgraphs> subgraphs;
-  if (__builtin_expect(!np.subgraphs.empty(), 0)) ctx.subgraphs = &subgraphs.emplace(np, values, obs, run);
+  if (__builtin_expect(!np.subgraphs.empty(), 0)) ctx.subgraphs = &subgraphs.emplace(plan, np, values, obs, run);
   const NodeInfo info = node_info(np, position, run);
   for (int k = 0; k < obs.count; ++k) obs.list[k]->node_begin(info);
   compute(np, ctx, obs, [&] { return info; });

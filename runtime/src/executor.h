@@ -52,7 +52,7 @@ struct NodePlan {
 
 struct ExecPlan {
   size_t num_slots = 0;
-  std::vector<Tensor> constants;      // per slot; non-empty for initializers
+  std::vector<Tensor> constants;      // per slot; non-empty for initializers and folded values
   std::vector<int> input_slots;       // graph inputs, in Session::inputs() order
   std::vector<int> output_slots;      // graph outputs, in Session::outputs() order
   std::vector<int> use_count;         // node-input references per slot
@@ -62,6 +62,16 @@ struct ExecPlan {
   // scopes (Graph::outer_inputs order) and the kernels of its nodes.
   std::vector<int> outer_slots;
   std::vector<std::unique_ptr<Kernel>> kernels;
+
+  // The value of `slot` in a run whose values are `values`: the slot's
+  // constant, where it has one, else values[slot]. A run's values leave the
+  // constants' slots empty: copied into them, every run (and every
+  // execution of a subgraph) paid an allocation per constant for its shape,
+  // and Silero VAD's If branches hold its weights, dozens of them.
+  const Tensor& value(const std::vector<Tensor>& values, int slot) const {
+    const Tensor& c = constants[static_cast<size_t>(slot)];
+    return c.empty() ? values[static_cast<size_t>(slot)] : c;
+  }
 };
 
 // What one run tells its nodes' observers (see NodeInfo).
@@ -104,7 +114,9 @@ class Executor {
   virtual bool nodes_on_calling_thread() const = 0;
   // The size of its thread pool; 0 when it has none (nodes run on the caller).
   virtual int threads() const = 0;
-  // `values` holds constants and inputs on entry, every kept slot on return.
+  // `values` (plan.num_slots of them) holds the inputs on entry, every kept
+  // slot but the constants' on return; the nodes read the constants from
+  // the plan (ExecPlan::value).
   virtual void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                        const RunContext& run) = 0;
 };

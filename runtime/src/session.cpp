@@ -506,7 +506,7 @@ Session::Fusions Session::fusions() const { return impl_->fusions; }
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const RunOptions& options) {
   const Impl& s = *impl_;
-  std::vector<Tensor> values = s.plan.constants;
+  std::vector<Tensor> values(s.plan.num_slots);  // the constants stay in the plan (ExecPlan::value)
   for (const auto& kv : inputs) {
     bool known = false;
     for (const auto& in : s.model.inputs) known = known || in.name == kv.first;
@@ -557,7 +557,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
   std::vector<Tensor> outputs;
   outputs.reserve(s.plan.output_slots.size());
-  for (int id : s.plan.output_slots) outputs.push_back(values[static_cast<size_t>(id)]);
+  for (int id : s.plan.output_slots) outputs.push_back(s.plan.value(values, id));
   return outputs;
 }
 

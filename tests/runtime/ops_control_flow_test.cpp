@@ -138,6 +138,51 @@ TEST(OpsControlFlow, IfBranchesReadOuterScopeValues) {
     EXPECT_EQ(floats(p.run({{"x", vec({2, 3})}, {"c", Tensor::scalar<bool>(true)}})[0]), (std::vector<float>{6, 12}));
 }
 
+// Constants reach every reader from the session's plan, run after run: an
+// initializer and a folded value as graph outputs, and If branches that
+// read an outer initializer, add their own, or return either as it is.
+TEST(OpsControlFlow, ConstantsReachNodesAndOutputsInEveryRun) {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {2});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  add_float_init(m, "w", {2}, {1, 2});
+  add_node(m, "Mul", "ww", {"w", "w"}, {"w2"});  // folded at load
+  auto* n = add_node(m, "If", "if", {"c"}, {"y", "z"});
+  auto* then_g = graph_attr(n, "then_branch");
+  auto* k = then_g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(onnx::TensorProto::FLOAT);
+  k->add_dims(2);
+  k->add_float_data(10);
+  k->add_float_data(20);
+  gnode(then_g, "Add", "add", {"w", "k"}, {"t"});
+  gnode(then_g, "Add", "add_x", {"t", "x"}, {"tx"});
+  gio(then_g, false, "tx", onnx::TensorProto::FLOAT, {2});
+  gio(then_g, false, "k", onnx::TensorProto::FLOAT, {2});
+  auto* else_g = graph_attr(n, "else_branch");
+  gnode(else_g, "Identity", "id", {"x"}, {"e"});
+  gio(else_g, false, "e", onnx::TensorProto::FLOAT, {2});
+  gio(else_g, false, "w2", onnx::TensorProto::FLOAT, {2});
+  add_io(m, false, "y", {2});
+  add_io(m, false, "z", {2});
+  add_io(m, false, "w", {2});
+  add_io(m, false, "w2", {2});
+  for (ExecutorKind kind : {ExecutorKind::Sequential, ExecutorKind::Parallel}) {
+    SessionOptions so;
+    so.executor = kind;
+    Session s = Session::from_bytes(bytes(m), so);
+    for (int run = 0; run < 3; ++run) {
+      const bool c = run != 1;
+      const auto out = s.run({{"x", vec({100, 200})}, {"c", Tensor::scalar<bool>(c)}});
+      ASSERT_EQ(out.size(), 4u);
+      EXPECT_EQ(floats(out[0]), c ? (std::vector<float>{111, 222}) : (std::vector<float>{100, 200})) << run;
+      EXPECT_EQ(floats(out[1]), c ? (std::vector<float>{10, 20}) : (std::vector<float>{1, 4})) << run;
+      EXPECT_EQ(floats(out[2]), (std::vector<float>{1, 2})) << run;
+      EXPECT_EQ(floats(out[3]), (std::vector<float>{1, 4})) << run;
+    }
+  }
+}
+
 TEST(OpsControlFlow, LoopCarriesValuesAndConcatenatesScanOutputs) {
   Session s = Session::from_bytes(loop_model());
   auto out = s.run({{"M", Tensor::scalar<int64_t>(3)}, {"x", vec({1, 10})}});
