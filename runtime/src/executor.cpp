@@ -6,8 +6,10 @@
 
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "epprof/profiler.h"
 #include "epprof/rt/error.h"
@@ -276,12 +278,42 @@ void compute(const NodePlan& np, KernelContext& ctx, const Observers& obs, const
   }
 }
 
+// A KernelContext of this thread's, reused: one per nesting level of
+// run_node (an If's branch runs its nodes inside the If's), whose vectors
+// keep their capacity from node to node. A fresh context per node cost two
+// allocations and two frees, and Silero VAD runs 76 nodes a run, most of
+// them a few hundred nanoseconds long.
+class ReusedContext {
+ public:
+  ReusedContext() {
+    if (depth_ == contexts_.size()) contexts_.push_back(std::make_unique<KernelContext>());
+    ctx_ = contexts_[depth_++].get();
+  }
+  ~ReusedContext() {
+    ctx_->inputs.clear();
+    ctx_->outputs.clear();
+    ctx_->subgraphs = nullptr;
+    --depth_;
+  }
+  ReusedContext(const ReusedContext&) = delete;
+  ReusedContext& operator=(const ReusedContext&) = delete;
+  KernelContext& get() { return *ctx_; }
+
+ private:
+  KernelContext* ctx_;
+  static thread_local std::vector<std::unique_ptr<KernelContext>> contexts_;  // by depth; stable addresses
+  static thread_local size_t depth_;
+};
+thread_local std::vector<std::unique_ptr<KernelContext>> ReusedContext::contexts_;
+thread_local size_t ReusedContext::depth_ = 0;
+
 }  // namespace
 
 void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run) {
   const NodePlan& np = plan.nodes[position];
-  KernelContext ctx;
+  ReusedContext reused;
+  KernelContext& ctx = reused.get();
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
     if (np.in_slots[i] >= 0) ctx.inputs[i] = &plan.value(values, np.in_slots[i]);
