@@ -328,30 +328,44 @@ void pack_im2col_panels(const void* context, int64_t p0, int64_t kc, int64_t j0,
 // ([1,129,3] by 128 filters of 3 taps) spent longer packing than in its
 // product. Each channel's and row tap's KW taps are one run of X; KW is a
 // constant for the common kernel widths (1, 3, 5, 7), so that the run of an
-// interior column is a few moves (KW 0: any width).
+// interior column is a few moves (KW 0: any width). The columns of one
+// output row share their input rows: each is found once for all of them,
+// and each column's taps inside the row once for all channels.
 template <int KW>
 void pack_columns(const Im2colPanels& s, int64_t j0, int64_t nc, int64_t k, float* dst) {
   const Window& w = *s.w;
   const int64_t OW = w.out[2], kw = KW > 0 ? KW : w.k[2], dw = w.d[2];
   const int64_t channels = k / w.k_size();
-  for (int64_t j = j0; j < j0 + nc; ++j) {
-    const int64_t r = s.r0 + j / OW, ow = j % OW, od = r / w.out[1], oh = r % w.out[1];
-    const int64_t iw0 = ow * w.s[2] - w.pb[2];  // tap 0's input column
-    int64_t lo, hi;                             // the taps whose column is inside the row
-    taps_inside(iw0, dw, w.in[2], kw, lo, hi);
-    const bool inside = lo == 0 && hi == kw && dw == 1;
+  constexpr int64_t kChunk = 8;  // columns whose taps are worked out at once (the few-column sgemm's most)
+  for (int64_t ja = j0; ja < j0 + nc;) {  // [ja, jb): columns of one output row
+    const int64_t r = s.r0 + ja / OW, od = r / w.out[1], oh = r % w.out[1];
+    const int64_t jb = std::min({j0 + nc, (ja / OW + 1) * OW, ja + kChunk});
+    int64_t iw0[kChunk], lo[kChunk], hi[kChunk];  // per column: tap 0's input column, the taps inside the row
+    bool inside[kChunk];
+    for (int64_t j = ja; j < jb; ++j) {
+      const int64_t i = j - ja;
+      iw0[i] = j % OW * w.s[2] - w.pb[2];
+      taps_inside(iw0[i], dw, w.in[2], kw, lo[i], hi[i]);
+      inside[i] = lo[i] == 0 && hi[i] == kw && dw == 1;
+    }
+    float* run = dst;  // the current tap run's place in column ja
     for (int64_t c = 0; c < channels; ++c) {
       const float* xc = s.x + c * w.in_size();
       for (int64_t kd = 0; kd < w.k[0]; ++kd)
-        for (int64_t kh = 0; kh < w.k[1]; ++kh, dst += kw) {
+        for (int64_t kh = 0; kh < w.k[1]; ++kh, run += kw) {
           const float* src = tap_row(xc, w, od, oh, kd, kh);
-          if (src && inside) {
-            for (int64_t t = 0; t < kw; ++t) dst[t] = src[iw0 + t];
-            continue;
+          float* col = run;
+          for (int64_t i = 0; i < jb - ja; ++i, col += k) {
+            if (src && inside[i]) {
+              for (int64_t t = 0; t < kw; ++t) col[t] = src[iw0[i] + t];
+              continue;
+            }
+            for (int64_t t = 0; t < kw; ++t) col[t] = src && t >= lo[i] && t < hi[i] ? src[iw0[i] + t * dw] : 0.0f;
           }
-          for (int64_t t = 0; t < kw; ++t) dst[t] = src && t >= lo && t < hi ? src[iw0 + t * dw] : 0.0f;
         }
     }
+    dst += (jb - ja) * k;
+    ja = jb;
   }
 }
 
