@@ -40,6 +40,7 @@
 #include "epprof/rt/blas.h"
 #include "epprof/rt/profiling.h"
 #include "floor_observer.h"
+#include "op_times.h"
 #include "observer_runs.h"
 
 extern char** environ;
@@ -222,6 +223,7 @@ struct Row {
   int runs = 0;
   std::string ort_error;  // ONNX Runtime failed on this model
   std::string gap;        // --gap: the op-by-op comparison
+  std::string scaling;    // a conv model below ONNX Runtime's 2-thread speed-up: where its time goes
 };
 
 constexpr int kGapRuns = 40, kGapSkip = 5;  // --gap: profiled runs, of which the first are warm-up
@@ -254,6 +256,65 @@ std::string gap_report(const ModelRef& model, OrtWorker& ort, const std::string&
   }
   return "  " + std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ": A = ONNX Runtime (" +
          ort_profile + "), B = epprof (" + ours + ")\n" + out;
+}
+
+// For a conv model whose 2-thread speed-up is below ONNX Runtime's
+// (`ort_x2`): each op's time per run in the 1- and 2-thread sessions
+// (OpTimes, exclusive of nested nodes) for about `budget_ms`, the ops that
+// did not speed up, and the time between the nodes, beside the ones that
+// did. The timing costs both sessions a per-node timeline's floor alike.
+std::string scaling_report(Session& one, Session& two, const std::map<std::string, Tensor>& in, double run_ms,
+                           double budget_ms, double ort_x2) {
+  // Blocks of each session's runs, alternating, as the table's streams
+  // run: interleaved run by run, the two sessions' weights took turns in
+  // the caches (Silero VAD's Convs then took longer at 2 threads than at 1).
+  // Each block's first run is not timed.
+  OpTimes t1, t2;
+  constexpr int kBlock = 10;
+  const int rounds = std::clamp(int(budget_ms / ((kBlock + 1) * run_ms * 2)), 4, 1000);
+  RunOptions timed1, timed2;
+  timed1.observer = &t1;
+  timed2.observer = &t2;
+  for (int round = 0; round < rounds; ++round)
+    for (auto [session, timed] : {std::pair{&one, &timed1}, {&two, &timed2}}) {
+      session->run(in);
+      for (int k = 0; k < kBlock; ++k) session->run(in, *timed);
+    }
+  const double tick = tsc_ticks_per_us();
+  const OpTimes::Medians m1 = t1.medians(tick), m2 = t2.medians(tick);
+  auto at_two = [&](const std::string& op) {
+    const auto it = m2.ops.find(op);
+    return it == m2.ops.end() ? 0.0 : it->second;
+  };
+  std::vector<std::pair<double, std::string>> by_time;
+  for (const auto& [op, us] : m1.ops) by_time.push_back({us, op});
+  std::sort(by_time.rbegin(), by_time.rend());
+  std::string out;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "  where the time goes (2-thread speed-up %.2f, ONNX Runtime's %.2f): us, medians over %d runs of "
+                "each session in alternating blocks,\n  TSC around each node, exclusive of nested nodes\n"
+                "    %-20s %9s %9s %6s %8s\n",
+                m1.run / m2.run, ort_x2, rounds * kBlock, "op", "1t us", "2t us", "x2", "1t share");
+  out += buf;
+  auto row = [&](const std::string& what, double a, double b) {
+    std::snprintf(buf, sizeof buf, "    %-20s %9.2f %9.2f %6.2f %7.1f%%\n", what.c_str(), a, b, b > 0 ? a / b : 0,
+                  m1.run > 0 ? 100 * a / m1.run : 0);
+    out += buf;
+  };
+  constexpr size_t kShown = 8;
+  double rest1 = 0, rest2 = 0;
+  for (size_t i = 0; i < by_time.size(); ++i) {
+    if (i < kShown) {
+      row(by_time[i].second, by_time[i].first, at_two(by_time[i].second));
+    } else {
+      rest1 += by_time[i].first, rest2 += at_two(by_time[i].second);
+    }
+  }
+  if (by_time.size() > kShown) row("(" + std::to_string(by_time.size() - kShown) + " other ops)", rest1, rest2);
+  row("(between the nodes)", m1.between, m2.between);
+  row("run", m1.run, m2.run);
+  return out;
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -350,6 +411,8 @@ Row measure(ModelRef& model, OrtWorker* ort, const std::string& inputs_dir, doub
     for (int round = 0; round < rounds; ++round)
       for (size_t b = 0; b < blocks.size(); ++b) blocks[(b + round) % blocks.size()](k);
     r.runs = rounds * k;
+    if (r.ort && r.conv && median(e1) / median(e2) < median(o1) / median(o2))
+      r.scaling = scaling_report(off, off2, in, median(e1), budget_s * 1e3 / 4, median(o1) / median(o2));
     if (r.ort) {
       try {
         r.err = max_rel_error(off, off.run(in), ort->outputs(1));
@@ -470,6 +533,7 @@ int main(int argc, char** argv) {
         std::printf("  %s: %s\n", r.model.c_str(), r.ort_error.c_str());
         ok = false;
       }
+      if (!r.scaling.empty()) std::printf("%s", r.scaling.c_str());
       if (!r.gap.empty()) std::printf("%s\n", r.gap.c_str());
       std::fflush(stdout);
       rows.push_back(r);
