@@ -79,7 +79,13 @@ void strided_copy(const T* src, int64_t offset, const Shape& out_shape, const st
   const int64_t inner = out_shape[r - 1], inner_stride = strides[r - 1];
   int64_t off = offset;
   for (int64_t base = 0; base < n; base += inner) {
-    for (int64_t j = 0; j < inner; ++j) dst[base + j] = src[off + j * inner_stride];
+    // A contiguous run long enough for a copy call to pay (for a few
+    // elements, the call cost more than the loop).
+    if (inner_stride == 1 && inner >= 16) {
+      std::copy_n(src + off, inner, dst + base);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) dst[base + j] = src[off + j * inner_stride];
+    }
     for (size_t d = r - 1; d-- > 0;) {  // odometer over all dims but the last
       off += strides[d];
       if (++idx[d] < out_shape[d]) break;
@@ -89,10 +95,11 @@ void strided_copy(const T* src, int64_t offset, const Shape& out_shape, const st
   }
 }
 
-// A new tensor of x's type holding the strided view of x described above.
+// A new tensor of x's type holding the strided view of x described above
+// (uninitialised first: strided_copy writes every element).
 inline Tensor strided_view(const Tensor& x, int64_t offset, const Shape& out_shape,
                            const std::vector<int64_t>& strides) {
-  Tensor out(x.dtype(), out_shape);
+  Tensor out = Tensor::uninitialized(x.dtype(), out_shape);
   dispatch_any(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     strided_copy(x.data<T>(), offset, out_shape, strides, out.mutable_data<T>());
