@@ -48,7 +48,6 @@ class OpTimes final : public rt::RunObserver {
   void node_end(const rt::NodeInfo& info, const rt::NodeIo&) override { close(info); }
   void node_failed(const rt::NodeInfo& info, const char*) override { close(info); }
 
-  size_t runs() const { return run_ticks_.size(); }
   // Medians over the runs, in microseconds: of the run (run_begin to
   // run_end), of each op's time in it, and of the time between its nodes.
   struct Medians {
