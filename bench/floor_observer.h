@@ -3,6 +3,7 @@
 #pragma once
 #include <x86intrin.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -10,6 +11,18 @@
 #include "epprof/rt/observer.h"
 
 namespace epprof::bench {
+
+// Nanoseconds per TSC tick, timed against steady_clock over 50 ms: how the
+// benchmarks turn the TSC reads of their observers into time.
+inline double ns_per_tick() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t c0 = __rdtsc();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(50)) {
+  }
+  const uint64_t c1 = __rdtsc();
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  return ns / double(c1 - c0);
+}
 
 // Two TSC reads per node execution and per run, and each (start,
 // duration) stored, 16 bytes, into a 1 MiB ring (memory that, like a

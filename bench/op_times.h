@@ -5,26 +5,16 @@
 #include <x86intrin.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench_models.h"
 #include "epprof/rt/graph.h"
 #include "epprof/rt/observer.h"
 
 namespace epprof::bench {
-
-// TSC ticks per microsecond, timed against steady_clock over 20 ms.
-inline double tsc_ticks_per_us() {
-  const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t c0 = __rdtsc();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) {
-  }
-  const uint64_t c1 = __rdtsc();
-  return double(c1 - c0) / std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Each op type's time in the runs it observed, exclusive: a node that
 // holds a subgraph (If, Loop, Scan) is charged for its own time, its body's
@@ -48,13 +38,14 @@ class OpTimes final : public rt::RunObserver {
   void node_end(const rt::NodeInfo& info, const rt::NodeIo&) override { close(info); }
   void node_failed(const rt::NodeInfo& info, const char*) override { close(info); }
 
-  // Medians over the runs, in microseconds: of the run (run_begin to
-  // run_end), of each op's time in it, and of the time between its nodes.
+  // Medians over the runs, in microseconds (`ns_per_tick`: floor_observer.h's):
+  // of the run (run_begin to run_end), of each op's time in it, and of the
+  // time between its nodes.
   struct Medians {
     double run = 0, between = 0;
     std::map<std::string, double> ops;
   };
-  Medians medians(double ticks_per_us) const {
+  Medians medians(double ns_per_tick) const {
     Medians m;
     if (run_ticks_.empty()) return m;
     std::map<std::string, std::vector<double>> per_op;  // each op's ticks in each run
@@ -65,10 +56,7 @@ class OpTimes final : public rt::RunObserver {
       v.resize(run_ticks_.size(), 0.0);
       for (size_t r = 0; r < s.runs.size(); ++r) v[r] += double(s.runs[r]), nodes[r] += double(s.runs[r]);
     }
-    auto median_us = [&](std::vector<double> v) {
-      std::nth_element(v.begin(), v.begin() + ptrdiff_t(v.size() / 2), v.end());
-      return v[v.size() / 2] / ticks_per_us;
-    };
+    auto median_us = [&](std::vector<double> v) { return median(std::move(v)) * ns_per_tick / 1e3; };
     for (auto& [op, v] : per_op) m.ops[op] = median_us(std::move(v));
     std::vector<double> run(run_ticks_.begin(), run_ticks_.end()), between(run.size());
     for (size_t r = 0; r < run.size(); ++r) between[r] = run[r] - nodes[r];

@@ -135,16 +135,6 @@ Session open_model(const ModelRef& m, SessionOptions opts) {
   return Session(m.path, std::move(opts));
 }
 
-double ns_per_tick() {
-  auto t0 = std::chrono::steady_clock::now();
-  uint64_t c0 = __rdtsc();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(50)) {
-  }
-  uint64_t c1 = __rdtsc();
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-  return ns / double(c1 - c0);
-}
-
 // The clock_error_bound_ns a plugin recorded in the trace's metadata.
 std::string error_bound_ns(const std::string& trace) {
   FILE* f = std::fopen(trace.c_str(), "rb");
