@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include "epprof/rt/error.h"
 #include "buffer_pool.h"
@@ -118,11 +117,11 @@ float BFloat16::to_float() const {
 
 int64_t shape_size(const Shape& shape) {
   int64_t n = 1;
+  // One multiply per dim with the overflow flag: a division per dim to
+  // test for overflow cost more than the rest of a small tensor's creation.
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorKind::Kernel, "negative dimension in shape " + shape_to_string(shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      throw Error(ErrorKind::Kernel, "shape " + shape_to_string(shape) + " overflows");
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) throw Error(ErrorKind::Kernel, "shape " + shape_to_string(shape) + " overflows");
   }
   return n;
 }

@@ -374,6 +374,25 @@ TEST(RunInputs, KernelErrorNamesTheNode) {
   }
 }
 
+TEST(Tensor, ShapeSizeRefusesNegativeAndOverflowingShapes) {
+  EXPECT_EQ(shape_size({}), 1);
+  EXPECT_EQ(shape_size({2, 3, 4}), 24);
+  EXPECT_EQ(shape_size({int64_t(1) << 31, int64_t(1) << 31}), int64_t(1) << 62);
+  EXPECT_EQ(shape_size({0, INT64_MAX, 2}), 0);  // nothing to overflow once a dim is 0
+  auto error_of = [](const Shape& shape) -> std::string {
+    try {
+      shape_size(shape);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Kernel);
+      return e.message();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of({int64_t(1) << 32, int64_t(1) << 31}), "shape [4294967296,2147483648] overflows");
+  EXPECT_EQ(error_of({INT64_MAX, 2, 0}), "shape [9223372036854775807,2,0] overflows");
+  EXPECT_EQ(error_of({3, -1}), "negative dimension in shape [3,-1]");
+}
+
 TEST(TensorIo, RoundTripThroughPbFile) {
   const Tensor t = Tensor::from_vector<float>({2, 2}, {1.5f, -2, 3, 4});
   const std::string path = ::testing::TempDir() + "/epprof_rt_tensor.pb";
