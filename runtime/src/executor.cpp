@@ -4,6 +4,7 @@
 #include "memory_hooks.h"
 #include "shape_epochs.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -18,11 +19,16 @@ namespace epprof::rt::detail {
 
 namespace {
 
-// Per-run reference counts: a slot is released when its last reader finishes.
+// Per-execution reference counts: a slot is released when its last reader
+// finishes. Count is int for an execution on one thread (a subgraph's, the
+// sequential executor's), std::atomic<int> for the parallel executor's.
+template <class Count>
 class Releaser {
  public:
-  explicit Releaser(const ExecPlan& plan) : remaining_(plan.num_slots) {
-    for (size_t i = 0; i < plan.num_slots; ++i) remaining_[i].store(plan.use_count[i], std::memory_order_relaxed);
+  // `remaining` has plan.num_slots counts (atomics cannot be resized: the
+  // parallel executor sizes its own).
+  Releaser(const ExecPlan& plan, std::vector<Count>& remaining) : remaining_(remaining) {
+    for (size_t i = 0; i < plan.num_slots; ++i) set(remaining_[i], plan.use_count[i]);
   }
   void after_node(const ExecPlan& plan, const NodePlan& np, std::vector<Tensor>& values) {
     for (int s : np.out_slots)
@@ -35,11 +41,14 @@ class Releaser {
  private:
   void release(const ExecPlan& plan, int s, std::vector<Tensor>& values) {
     if (s < 0 || plan.keep[static_cast<size_t>(s)]) return;
-    if (remaining_[static_cast<size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1)
-      values[static_cast<size_t>(s)] = Tensor();
+    if (last_reader(remaining_[static_cast<size_t>(s)])) values[static_cast<size_t>(s)] = Tensor();
   }
+  static void set(int& c, int n) { c = n; }
+  static void set(std::atomic<int>& c, int n) { c.store(n, std::memory_order_relaxed); }
+  static bool last_reader(int& c) { return --c == 0; }
+  static bool last_reader(std::atomic<int>& c) { return c.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 
-  std::vector<std::atomic<int>> remaining_;
+  std::vector<Count>& remaining_;
 };
 
 // Kernel replay for an observer that asked for it: `n` more executions on
@@ -96,7 +105,8 @@ class SequentialExecutor final : public Executor {
   int threads() const override { return 0; }
   void execute(const ExecPlan& plan, std::vector<Tensor>& values, const Observers& obs,
                const RunContext& run) override {
-    Releaser rel(plan);
+    std::vector<int> remaining(plan.num_slots);
+    Releaser<int> rel(plan, remaining);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
       run_node(plan, i, values, obs, run);
       rel.after_node(plan, plan.nodes[i], values);
@@ -125,7 +135,7 @@ class ParallelExecutor final : public Executor {
  private:
   struct RunState {
     RunState(const ExecPlan& p, std::vector<Tensor>& v, const Observers& o, const RunContext& r)
-        : plan(p), values(v), obs(o), run(r), rel(p), pending(p.nodes.size()) {
+        : plan(p), values(v), obs(o), run(r), remaining(p.num_slots), rel(p, remaining), pending(p.nodes.size()) {
       for (size_t i = 0; i < p.nodes.size(); ++i) pending[i].store(p.nodes[i].num_producers);
     }
     const ExecPlan& plan;
@@ -134,7 +144,8 @@ class ParallelExecutor final : public Executor {
     RunContext run;
     const memory::Listeners listeners = memory::current();  // the run's thread's, lent to the pool
     IntraOpPool* const intra_op = current_intra_op_pool();   // likewise
-    Releaser rel;
+    std::vector<std::atomic<int>> remaining;
+    Releaser<std::atomic<int>> rel;
     std::vector<std::atomic<int>> pending;
     std::atomic<bool> failed{false};
     std::mutex mu;
@@ -171,14 +182,64 @@ class ParallelExecutor final : public Executor {
   ThreadPool pool_;
 };
 
+void clear(KernelContext& ctx) {
+  ctx.inputs.clear();
+  ctx.outputs.clear();
+  ctx.subgraphs = nullptr;
+}
+
+// What one execution of a subgraph's plan holds: its own values, the
+// enclosing scopes' values it reads (ExecPlan::value), its counts.
+struct SubgraphStorage {
+  std::vector<Tensor> values;
+  std::vector<const Tensor*> outer;
+  std::vector<int> remaining;
+};
+
+void clear(SubgraphStorage& s) { s.values.clear(); }  // releases the tensors; the rest is plain data
+
+// An object of this thread's, reused: one per nesting level of its user
+// (an If's branch runs its nodes, and may run a branch of its own, inside
+// the If's execution), so that its vectors keep their capacity from one use
+// to the next. clear(T&) empties it after each use, however the use ends.
+// Silero VAD runs 76 nodes and a dozen If branches of one or two nodes a
+// run, most of them a few hundred nanoseconds long: a fresh KernelContext
+// per node, and fresh values and counts per branch, cost more allocations
+// and frees than its small kernels made.
+template <class T>
+class PerDepth {
+ public:
+  PerDepth() {
+    if (depth_ == items_.size()) items_.push_back(std::make_unique<T>());
+    item_ = items_[depth_++].get();
+  }
+  ~PerDepth() {
+    clear(*item_);
+    --depth_;
+  }
+  PerDepth(const PerDepth&) = delete;
+  PerDepth& operator=(const PerDepth&) = delete;
+  T& get() { return *item_; }
+
+ private:
+  T* item_;
+  static thread_local std::vector<std::unique_ptr<T>> items_;  // by depth; stable addresses
+  static thread_local size_t depth_;
+};
+template <class T>
+thread_local std::vector<std::unique_ptr<T>> PerDepth<T>::items_;
+template <class T>
+thread_local size_t PerDepth<T>::depth_ = 0;
+
 // The SubgraphRunner of one execution of a node with GRAPH attributes:
 // runs a subgraph's plan sequentially on the calling thread, its values
-// from enclosing scopes taken from the node's implicit inputs.
+// from enclosing scopes read where they lie, through the node's implicit
+// inputs.
 class NodeSubgraphs final : public SubgraphRunner {
  public:
   NodeSubgraphs(const ExecPlan& plan, const NodePlan& np, const std::vector<Tensor>& values, const Observers& obs,
                 const RunContext& run)
-      : outer_(plan), np_(np), values_(values), obs_(obs), run_{run.run_id, 0, 0} {
+      : outer_(plan), np_(np), values_(values), outer_outer_(run.outer), obs_(obs), run_{run.run_id, 0, 0} {
     run_.ask_for_blocks = run.ask_for_blocks;
   }
 
@@ -191,35 +252,39 @@ class NodeSubgraphs final : public SubgraphRunner {
     if (inputs.size() != plan.input_slots.size())
       throw Error(ErrorKind::Kernel, "subgraph '" + graph.name + "' takes " + std::to_string(plan.input_slots.size()) +
                                          " inputs, got " + std::to_string(inputs.size()));
-    std::vector<Tensor> values(plan.num_slots);
-    for (size_t i = 0; i < plan.outer_slots.size(); ++i)
-      values[static_cast<size_t>(plan.outer_slots[i])] = outer_.value(values_, np_.implicit_slots[sp->outer_from[i]]);
+    PerDepth<SubgraphStorage> storage;
+    std::vector<Tensor>& values = storage.get().values;
+    values.resize(plan.num_slots);
+    std::vector<const Tensor*>& outer = storage.get().outer;
+    outer.resize(plan.outer_slots.size());
+    for (size_t i = 0; i < outer.size(); ++i)
+      outer[i] = &outer_.value(values_, np_.implicit_slots[sp->outer_from[i]], outer_outer_);
     for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
     RunContext run = run_;
+    run.outer = outer.data();
     // The run reserved correlation ids for the top-level plan's positions
     // only: each execution of a subgraph takes a block for its nodes.
     if (obs_.count) {
-      run.shape_epoch = subgraph_epoch(*sp, values);
+      run.shape_epoch = sp->epochs->epoch_for(plan, values, run.outer, plan.input_slots, sp->epoch_outer_slots);
       run.epochs = sp->epochs.get();
       if (!plan.nodes.empty()) run.first_node_id = epprof_correlation_id_block(plan.nodes.size());
     }
     std::optional<SubgraphBlock> block;
     if (run.ask_for_blocks && run.shape_epoch && run.first_node_id) block.emplace(*obs_.list[0], *sp, run);
-    Releaser rel(plan);
+    storage.get().remaining.resize(plan.num_slots);
+    Releaser<int> rel(plan, storage.get().remaining);
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
       run_node(plan, i, values, obs_, run);
       rel.after_node(plan, plan.nodes[i], values);
     }
-    std::vector<Tensor> outputs;
-    outputs.reserve(plan.output_slots.size());
-    for (int id : plan.output_slots) outputs.push_back(plan.value(values, id));
-    return outputs;
+    return plan.take_outputs(values, run.outer);
   }
 
  private:
   const ExecPlan& outer_;  // the plan np_ is in, whose values values_ are
   const NodePlan& np_;
   const std::vector<Tensor>& values_;
+  const Tensor* const* outer_outer_;  // the values outer_'s execution reads from its enclosing scopes
   const Observers& obs_;
   RunContext run_;  // the top-level epoch does not hold inside: subgraphs have their own
 
@@ -242,13 +307,6 @@ class NodeSubgraphs final : public SubgraphRunner {
     RunObserver& observer_;
     const SubgraphRunInfo info_;
   };
-
-  // The epoch of this execution of the subgraph (0: none), from the shapes
-  // of its inputs and of the outer values it reads that may change
-  // (SubgraphPlan::epoch_outer_slots).
-  static uint64_t subgraph_epoch(const SubgraphPlan& sp, const std::vector<Tensor>& values) {
-    return sp.epochs->epoch_for(values, sp.plan->input_slots, sp.epoch_outer_slots);
-  }
 };
 
 // What the observers are told about plan.nodes[position]'s execution.
@@ -278,45 +336,16 @@ void compute(const NodePlan& np, KernelContext& ctx, const Observers& obs, const
   }
 }
 
-// A KernelContext of this thread's, reused: one per nesting level of
-// run_node (an If's branch runs its nodes inside the If's), whose vectors
-// keep their capacity from node to node. A fresh context per node cost two
-// allocations and two frees, and Silero VAD runs 76 nodes a run, most of
-// them a few hundred nanoseconds long.
-class ReusedContext {
- public:
-  ReusedContext() {
-    if (depth_ == contexts_.size()) contexts_.push_back(std::make_unique<KernelContext>());
-    ctx_ = contexts_[depth_++].get();
-  }
-  ~ReusedContext() {
-    ctx_->inputs.clear();
-    ctx_->outputs.clear();
-    ctx_->subgraphs = nullptr;
-    --depth_;
-  }
-  ReusedContext(const ReusedContext&) = delete;
-  ReusedContext& operator=(const ReusedContext&) = delete;
-  KernelContext& get() { return *ctx_; }
-
- private:
-  KernelContext* ctx_;
-  static thread_local std::vector<std::unique_ptr<KernelContext>> contexts_;  // by depth; stable addresses
-  static thread_local size_t depth_;
-};
-thread_local std::vector<std::unique_ptr<KernelContext>> ReusedContext::contexts_;
-thread_local size_t ReusedContext::depth_ = 0;
-
 }  // namespace
 
 void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values, const Observers& obs,
               const RunContext& run) {
   const NodePlan& np = plan.nodes[position];
-  ReusedContext reused;
+  PerDepth<KernelContext> reused;
   KernelContext& ctx = reused.get();
   ctx.inputs.resize(np.in_slots.size(), nullptr);
   for (size_t i = 0; i < np.in_slots.size(); ++i)
-    if (np.in_slots[i] >= 0) ctx.inputs[i] = &plan.value(values, np.in_slots[i]);
+    if (np.in_slots[i] >= 0) ctx.inputs[i] = &plan.value(values, np.in_slots[i], run.outer);
   ctx.outputs.resize(np.out_slots.size());
   const auto store_outputs = [&] {
     for (size_t o = 0; o < np.out_slots.size(); ++o)
@@ -345,6 +374,20 @@ void run_node(const ExecPlan& plan, size_t position, std::vector<Tensor>& values
   if (__builtin_expect(obs.replays, 0))
     for (int k = 0; k < obs.count; ++k)
       if (const uint32_t n = obs.list[k]->kernel_replays(info)) replay_kernel(np, ctx, obs, info, n);
+}
+
+std::vector<Tensor> ExecPlan::take_outputs(std::vector<Tensor>& values, const Tensor* const* outer) const {
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_slots.size());
+  for (auto it = output_slots.begin(); it != output_slots.end(); ++it) {
+    const auto s = static_cast<size_t>(*it);
+    const bool owned = constants[s].empty() && !(outer && outer_index[s] >= 0);
+    if (owned && std::find(it + 1, output_slots.end(), *it) == output_slots.end())
+      outputs.push_back(std::move(values[s]));
+    else
+      outputs.push_back(value(values, *it, outer));
+  }
+  return outputs;
 }
 
 std::unique_ptr<Executor> make_sequential_executor() { return std::make_unique<SequentialExecutor>(); }

@@ -61,17 +61,29 @@ struct ExecPlan {
   // A subgraph's plan: the slots of the values it reads from enclosing
   // scopes (Graph::outer_inputs order) and the kernels of its nodes.
   std::vector<int> outer_slots;
+  std::vector<int> outer_index;  // per slot: its position in outer_slots, or -1
   std::vector<std::unique_ptr<Kernel>> kernels;
 
-  // The value of `slot` in a run whose values are `values`: the slot's
-  // constant, where it has one, else values[slot]. A run's values leave the
-  // constants' slots empty: copied into them, every run (and every
-  // execution of a subgraph) paid an allocation per constant for its shape,
-  // and Silero VAD's If branches hold its weights, dozens of them.
-  const Tensor& value(const std::vector<Tensor>& values, int slot) const {
-    const Tensor& c = constants[static_cast<size_t>(slot)];
-    return c.empty() ? values[static_cast<size_t>(slot)] : c;
+  // The value of `slot` in an execution whose own values are `values`: the
+  // slot's constant, where it has one; in a subgraph's execution, for a
+  // value of an enclosing scope, the tensor there (`outer`, by position in
+  // outer_slots); else values[slot]. An execution's values leave the
+  // constants' and the outer values' slots empty: copied into them, every
+  // run and every execution of a subgraph paid an allocation per value for
+  // its shape, and Silero VAD runs a dozen small If branches a run, whose
+  // values are its weights and its enclosing scopes' tensors.
+  const Tensor& value(const std::vector<Tensor>& values, int slot, const Tensor* const* outer = nullptr) const {
+    const auto s = static_cast<size_t>(slot);
+    const Tensor& c = constants[s];
+    if (!c.empty()) return c;
+    if (outer && outer_index[s] >= 0) return *outer[outer_index[s]];
+    return values[s];
   }
+
+  // The plan's outputs at the end of an execution: moved out of `values`
+  // where the execution owns them (and no later output is the same value),
+  // copied from the constants and the enclosing scopes.
+  std::vector<Tensor> take_outputs(std::vector<Tensor>& values, const Tensor* const* outer = nullptr) const;
 };
 
 // What one run tells its nodes' observers (see NodeInfo).
@@ -92,6 +104,9 @@ struct RunContext {
   // Whether the run's observer is asked for blocks: it is the only one, it
   // replays no kernels, and the nodes run on the calling thread.
   bool ask_for_blocks = false;
+  // In a subgraph's execution: the enclosing scopes' values its plan reads,
+  // by position in ExecPlan::outer_slots (ExecPlan::value); null at the top level.
+  const Tensor* const* outer = nullptr;
 };
 
 // Up to two observers (session-wide and per-run); empty means no profiling cost.

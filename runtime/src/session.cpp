@@ -331,6 +331,9 @@ void build_plan(const Session::Impl& s, const GraphParts& g, detail::ExecPlan& p
   }
   for (const auto& out : g.outputs) plan.output_slots.push_back(slot_of(out));
   plan.num_slots = slot.size();
+  plan.outer_index.assign(plan.num_slots, -1);
+  for (size_t i = 0; i < plan.outer_slots.size(); ++i)
+    plan.outer_index[static_cast<size_t>(plan.outer_slots[i])] = static_cast<int>(i);
   plan.constants.resize(plan.num_slots);
   plan.use_count.assign(plan.num_slots, 0);
   plan.keep.assign(plan.num_slots, false);
@@ -532,7 +535,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   // per position of the plan.
   const uint64_t ids = obs.count ? epprof_correlation_id_block(2 + s.plan.nodes.size()) : 0;
   if (obs.count) {
-    run.shape_epoch = s.shape_epochs->epoch_for(values, s.plan.input_slots);
+    run.shape_epoch = s.shape_epochs->epoch_for(s.plan, values, nullptr, s.plan.input_slots);
     run.epochs = s.shape_epochs.get();
     if (ids && !s.plan.nodes.empty()) run.first_node_id = ids + 2;
   }
@@ -555,10 +558,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
     throw;
   }
   for (int k = obs.count; k-- > 0;) obs.list[k]->run_end(info);
-  std::vector<Tensor> outputs;
-  outputs.reserve(s.plan.output_slots.size());
-  for (int id : s.plan.output_slots) outputs.push_back(s.plan.value(values, id));
-  return outputs;
+  return s.plan.take_outputs(values);
 }
 
 }  // namespace epprof::rt

@@ -173,12 +173,12 @@ EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates)
   return key;
 }
 
-uint64_t ShapeEpochs::epoch_for(const std::vector<Tensor>& values, const std::vector<int>& first,
-                                const std::vector<int>& then) {
+uint64_t ShapeEpochs::epoch_for(const ExecPlan& plan, const std::vector<Tensor>& values, const Tensor* const* outer,
+                                const std::vector<int>& first, const std::vector<int>& then) {
   if (!key_.enabled) return 0;
   const size_t count = first.size() + then.size();
   auto input = [&](size_t i) -> const Tensor& {
-    return values[static_cast<size_t>(i < first.size() ? first[i] : then[i - first.size()])];
+    return plan.value(values, i < first.size() ? first[i] : then[i - first.size()], outer);
   };
   // A sequence's or an optional's shape says nothing of its items: no epoch.
   for (size_t i = 0; i < count; ++i)

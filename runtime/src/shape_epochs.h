@@ -39,14 +39,15 @@ EpochKey prove_epochs(const ExecPlan& plan, const std::vector<bool>& candidates 
 class ShapeEpochs {
  public:
   explicit ShapeEpochs(EpochKey key) : key_(std::move(key)) {}
-  // The epoch of a run whose graph inputs are values[first[i]] (in the
-  // plan's input order), then values[then[j]] (a subgraph's outer values):
+  // The epoch of an execution of `plan` whose graph inputs are the values
+  // of slots first[i] (in the plan's input order), then of slots then[j] (a
+  // subgraph's outer values), as plan.value(values, slot, outer) reads them:
   // the last run's when their types and shapes, and the contents of the
   // key's value inputs, are the same, otherwise a new one, unique in the
   // process. 0 when disabled, or when an input is a sequence or an optional
   // (their shapes do not describe their items). Thread-safe.
-  uint64_t epoch_for(const std::vector<Tensor>& values, const std::vector<int>& first,
-                     const std::vector<int>& then = {});
+  uint64_t epoch_for(const ExecPlan& plan, const std::vector<Tensor>& values, const Tensor* const* outer,
+                     const std::vector<int>& first, const std::vector<int>& then = {});
   // The epoch of plan.nodes[position] in a run of epoch `run_epoch`: that
   // epoch, or 0 for a node outside it.
   uint64_t node_epoch(uint64_t run_epoch, size_t position) const {

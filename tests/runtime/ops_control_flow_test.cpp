@@ -292,7 +292,85 @@ class Recorder final : public RunObserver {
   std::map<std::string, size_t> indices;         // node → node.index
 };
 
+// x[n], c, d (bool) -> xs = Mul(x, x); If(c) -> (y1, y2, y3, y4):
+//   then: b = Neg(xs); If(d) -> (p, q, r), outputs (p, q, r, p):
+//     then: t = Add(b, x), outputs (t, t, b);
+//     else: u = Sub(xs, x), outputs (u, xs, u);
+//   else: e = Identity(x), outputs (e, x, xs, e).
+// The inner branches read values of both enclosing scopes (x and xs two
+// levels up); branches return a value of their own twice, and values of
+// enclosing scopes as they are.
+std::string nested_if_model() {
+  onnx::ModelProto m = make_model(16);
+  add_io(m, true, "x", {-1});
+  add_io(m, true, "c", {}, onnx::TensorProto::BOOL);
+  add_io(m, true, "d", {}, onnx::TensorProto::BOOL);
+  add_node(m, "Mul", "square", {"x", "x"}, {"xs"});
+  auto* outer = add_node(m, "If", "if", {"c"}, {"y1", "y2", "y3", "y4"});
+  auto* then_g = graph_attr(outer, "then_branch");
+  gnode(then_g, "Neg", "neg", {"xs"}, {"b"});
+  auto* inner = gnode(then_g, "If", "inner", {"d"}, {"p", "q", "r"});
+  auto* inner_then = graph_attr(inner, "then_branch");
+  gnode(inner_then, "Add", "add", {"b", "x"}, {"t"});
+  for (const char* out : {"t", "t", "b"}) gio(inner_then, false, out, onnx::TensorProto::FLOAT, {-1});
+  auto* inner_else = graph_attr(inner, "else_branch");
+  gnode(inner_else, "Sub", "sub", {"xs", "x"}, {"u"});
+  for (const char* out : {"u", "xs", "u"}) gio(inner_else, false, out, onnx::TensorProto::FLOAT, {-1});
+  for (const char* out : {"p", "q", "r", "p"}) gio(then_g, false, out, onnx::TensorProto::FLOAT, {-1});
+  auto* else_g = graph_attr(outer, "else_branch");
+  gnode(else_g, "Identity", "id", {"x"}, {"e"});
+  for (const char* out : {"e", "x", "xs", "e"}) gio(else_g, false, out, onnx::TensorProto::FLOAT, {-1});
+  for (const char* out : {"y1", "y2", "y3", "y4"}) add_io(m, false, out, {-1});
+  return bytes(m);
+}
+
 }  // namespace
+
+// A subgraph's execution reads its enclosing scopes' values where they lie,
+// through every level of nesting, and hands its outputs back whole: a value
+// returned twice, or returned from an enclosing scope, reaches every output.
+// Its shape epoch follows the shapes it reads from two levels up.
+TEST(OpsControlFlow, NestedBranchesReadEveryEnclosingScopeAndReturnEachOutputWhole) {
+  using V = std::vector<float>;
+  struct Case {
+    V x;
+    bool c, d;
+    std::vector<V> expected;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3}, true, true, {{-2, -6}, {-2, -6}, {-4, -9}, {-2, -6}}},  // t = -xs + x, t, b = -xs, t
+      {{2, 3}, true, false, {{2, 6}, {4, 9}, {2, 6}, {2, 6}}},         // u = xs - x, xs, u, u
+      {{2, 3}, false, true, {{2, 3}, {2, 3}, {4, 9}, {2, 3}}},         // x, x, xs, x
+      {{1, 2, 3}, true, true, {{0, -2, -6}, {0, -2, -6}, {-1, -4, -9}, {0, -2, -6}}},
+      {{1, 2, 3}, true, true, {{0, -2, -6}, {0, -2, -6}, {-1, -4, -9}, {0, -2, -6}}},
+  };
+  for (ExecutorKind kind : {ExecutorKind::Sequential, ExecutorKind::Parallel}) {
+    SessionOptions so;
+    so.executor = kind;
+    Session s = Session::from_bytes(nested_if_model(), so);
+    Recorder rec;
+    RunOptions ro;
+    ro.observer = &rec;
+    std::vector<uint64_t> add_epochs;  // of if/then_branch/inner/then_branch/add, one per run taking it
+    for (size_t i = 0; i < cases.size(); ++i) {
+      for (const RunOptions& options : {RunOptions{}, ro}) {
+        const Case& k = cases[i];
+        const auto out = s.run({{"x", vec(k.x)}, {"c", Tensor::scalar<bool>(k.c)}, {"d", Tensor::scalar<bool>(k.d)}},
+                               options);
+        ASSERT_EQ(out.size(), 4u);
+        for (size_t o = 0; o < 4; ++o) EXPECT_EQ(floats(out[o]), k.expected[o]) << "case " << i << ", output " << o;
+      }
+      for (const auto& e : rec.events)
+        if (e.what == "end" && e.node == "if/then_branch/inner/then_branch/add") add_epochs.push_back(e.epoch);
+      rec.events.clear();
+    }
+    // Cases 0, 3 and 4 ran the inner then-branch: x's shape [2], then [3] twice.
+    ASSERT_EQ(add_epochs.size(), 3u);
+    EXPECT_NE(add_epochs[0], 0u);
+    EXPECT_NE(add_epochs[0], add_epochs[1]) << "x's shape changed two scopes up";
+    EXPECT_EQ(add_epochs[1], add_epochs[2]);
+  }
+}
 
 TEST(OpsControlFlow, EverySubgraphNodeExecutionIsANodeEventWithItsOwnId) {
   Recorder rec;
