@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "epprof/rt/session.h"
+#include "kernels/indexing_util.h"
 #include "test_models.h"
 
 using namespace epprof::rt;
@@ -391,4 +392,44 @@ TEST(OpsIndexing, TfIdfVectorizerErrors) {
   EXPECT_ERROR_MENTIONS(error_of("TfIdfVectorizer", {x}, {F}, tfidf_attrs("BM25", 1, 2, 0)), "attribute 'mode'");
   EXPECT_ERROR_MENTIONS(err({}, f32({3}, {1, 1, 2})), "int32 or int64");
   EXPECT_ERROR_MENTIONS(err({}, i64({1, 1, 3}, {1, 1, 2})), "1-D [C] or 2-D [N, C]");
+}
+
+// strided_copy against the definition, element by element: views whose dims
+// coalesce (contiguous runs, size-1 dims, broadcasts) and views whose dims
+// do not (transposes, steps, reversals), at ranks past its inline buffer.
+TEST(OpsIndexing, StridedCopyMatchesTheDefinitionWhereverItsDimsCoalesce) {
+  struct View {
+    Shape shape;
+    std::vector<int64_t> strides;
+    int64_t offset;
+  };
+  const std::vector<View> views = {
+      {{1, 129, 4}, {1032, 4, 1}, 0},         // Silero's STFT half: one run of 516
+      {{1, 129, 4}, {1032, 4, 1}, 516},       // the other half
+      {{2, 3, 4}, {12, 4, 1}, 0},             // the whole tensor
+      {{2, 3, 4}, {1, 2, 6}, 0},              // a transpose: nothing merges
+      {{3, 1, 4}, {0, 7, 1}, 5},              // a broadcast over a size-1 dim
+      {{2, 3, 2}, {0, 0, 1}, 3},              // two broadcast dims merge
+      {{4, 5}, {-5, 1}, 15},                  // reversed rows, contiguous columns
+      {{3, 4}, {8, 2}, 1},                    // stepped columns
+      {{1, 1, 1}, {9, 9, 9}, 7},              // one element
+      {{2, 1, 2, 1, 2, 1, 2, 1, 2, 3}, {96, 0, 48, 0, 24, 0, 12, 0, 6, 2}, 0},  // rank 10, stepped
+      {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {512, 256, 128, 64, 32, 16, 8, 4, 2, 1}, 0},  // rank 10, one run
+  };
+  std::vector<float> src(2048);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  for (const View& v : views) {
+    const int64_t n = shape_size(v.shape);
+    std::vector<float> got(static_cast<size_t>(n), -1.0f), want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t at = v.offset, rest = i;
+      for (size_t d = v.shape.size(); d-- > 0;) {
+        at += (rest % v.shape[d]) * v.strides[d];
+        rest /= v.shape[d];
+      }
+      want[static_cast<size_t>(i)] = src[static_cast<size_t>(at)];
+    }
+    kernels::strided_copy(src.data(), v.offset, v.shape, v.strides, got.data());
+    EXPECT_EQ(got, want) << shape_to_string(v.shape) << " strides " << shape_to_string(v.strides);
+  }
 }

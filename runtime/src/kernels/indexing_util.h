@@ -66,17 +66,40 @@ inline AxisSplit split_at(const Shape& shape, size_t axis) {
 // Strides may be 0 (broadcast) or negative (reversal); the caller guarantees
 // every address is inside src. Used for Slice, Expand, Tile, Transpose and
 // the depth/space rearrangements, which are all such views.
+//
+// Dims of size 1 are dropped, and a dim is merged into the next when it
+// steps over exactly the next one's span (strides[d] == strides[d + 1] *
+// out_shape[d + 1]), so the loop runs over the fewest, longest rows: Silero
+// VAD's STFT slices a [1,258,4] tensor into [1,129,4] halves, 129 rows of 4
+// elements one at a time, where the view is one contiguous run of 516.
 template <typename T>
 void strided_copy(const T* src, int64_t offset, const Shape& out_shape, const std::vector<int64_t>& strides, T* dst) {
   const int64_t n = shape_size(out_shape);
   if (n == 0) return;
-  const size_t r = out_shape.size();
+  // The coalesced dims, innermost first, in a fixed buffer for the usual ranks.
+  constexpr size_t kInline = 8;
+  int64_t dims_inline[kInline], strides_inline[kInline], idx_inline[kInline];
+  std::vector<int64_t> spill;
+  int64_t *dims = dims_inline, *st = strides_inline, *idx = idx_inline;
+  if (out_shape.size() > kInline) {
+    spill.resize(3 * out_shape.size());
+    dims = spill.data(), st = dims + out_shape.size(), idx = st + out_shape.size();
+  }
+  size_t r = 0;
+  for (size_t d = out_shape.size(); d-- > 0;) {
+    if (out_shape[d] == 1) continue;
+    if (r > 0 && strides[d] == st[r - 1] * dims[r - 1]) {
+      dims[r - 1] *= out_shape[d];
+      continue;
+    }
+    dims[r] = out_shape[d], st[r] = strides[d], idx[r] = 0;
+    ++r;
+  }
   if (r == 0) {
     dst[0] = src[offset];
     return;
   }
-  std::vector<int64_t> idx(r, 0);
-  const int64_t inner = out_shape[r - 1], inner_stride = strides[r - 1];
+  const int64_t inner = dims[0], inner_stride = st[0];
   int64_t off = offset;
   for (int64_t base = 0; base < n; base += inner) {
     // A contiguous run long enough for a copy call to pay (for a few
@@ -86,10 +109,10 @@ void strided_copy(const T* src, int64_t offset, const Shape& out_shape, const st
     } else {
       for (int64_t j = 0; j < inner; ++j) dst[base + j] = src[off + j * inner_stride];
     }
-    for (size_t d = r - 1; d-- > 0;) {  // odometer over all dims but the last
-      off += strides[d];
-      if (++idx[d] < out_shape[d]) break;
-      off -= strides[d] * out_shape[d];
+    for (size_t d = 1; d < r; ++d) {  // odometer over the outer dims
+      off += st[d];
+      if (++idx[d] < dims[d]) break;
+      off -= st[d] * dims[d];
       idx[d] = 0;
     }
   }
