@@ -128,6 +128,41 @@ TEST(OpsIndexing, PadReflectNegativePadsAndOpset2Value) {
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{7, 7, 7, 7, 7, 1, 2, 3, 4, 7}));
 }
 
+// Every mode against the definition (numpy's pad, reflecting back and forth
+// when a pad is wider than the dim), over begin and end pads from cropping
+// to several times the last dim, with the outer dim padded and cropped too.
+TEST(OpsIndexing, PadMatchesTheDefinitionInEveryModeAndPadWidth) {
+  const int64_t rows = 2, n = 5;
+  std::vector<float> xs(rows * n);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i + 1);
+  const Tensor x = f32({rows, n}, xs);
+  auto source = [](int64_t i, int64_t size, const std::string& mode) -> int64_t {  // -1: the constant
+    if (i >= 0 && i < size) return i;
+    if (mode == "constant") return -1;
+    if (mode == "edge") return i < 0 ? 0 : size - 1;
+    while (i < 0 || i >= size) i = i < 0 ? -i : 2 * (size - 1) - i;
+    return i;
+  };
+  for (const std::string mode : {"constant", "reflect", "edge"})
+    for (int64_t top : {-1, 0, 1})
+      for (int64_t bottom : {-1, 0, 2})
+        for (int64_t left : {-3, -1, 0, 1, 4, 5, 9, 11})
+          for (int64_t right : {-3, -1, 0, 2, 4, 6, 10}) {
+            const int64_t out_rows = rows + top + bottom, out_cols = n + left + right;
+            if (out_cols < 0) continue;
+            const auto y = run_op("Pad", {x, i64({4}, {top, left, bottom, right}), f32({}, {-9})}, {F},
+                                  [&](auto* node) { set_string(node, "mode", mode); })[0];
+            std::vector<float> want;
+            for (int64_t r = 0; r < out_rows; ++r)
+              for (int64_t c = 0; c < out_cols; ++c) {
+                const int64_t sr = source(r - top, rows, mode), sc = source(c - left, n, mode);
+                want.push_back(sr < 0 || sc < 0 ? -9.0f : xs[size_t(sr * n + sc)]);
+              }
+            ASSERT_EQ(y.to_vector<float>(), want) << mode << " pads " << top << "," << left << "," << bottom << ","
+                                                  << right;
+          }
+}
+
 TEST(OpsIndexing, PadErrors) {
   const Tensor x = f32({1, 4}, {1, 2, 3, 4});
   EXPECT_ERROR_MENTIONS(error_of("Pad", {x, i64({4}, {0, 0, 0, 0})}, {F}, [](auto* n) { set_string(n, "mode", "wrap"); }),

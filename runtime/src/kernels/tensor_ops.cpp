@@ -40,9 +40,22 @@ int64_t pad_source(int64_t o, int64_t pad_begin, int64_t n, PadMode mode) {
   return i < n ? i : period - i;
 }
 
+// The output positions [lo, hi) of a dim of n elements padded to len, with
+// `begin` padded before it, whose source is position - begin: inside X.
+struct Interior {
+  int64_t lo, hi;
+};
+Interior interior(int64_t begin, int64_t n, int64_t len) {
+  const int64_t lo = std::clamp<int64_t>(begin, 0, len);
+  return {lo, std::clamp<int64_t>(begin + n, lo, len)};
+}
+
+// out (of shape os) from in: src[d][o] is output position o's source index
+// along dim d (pad_source; along the last dim, outside its interior only),
+// `last_begin` the last dim's begin pad. Every element of out is written.
 template <typename T>
 void pad_copy(const T* in, const Shape& in_shape, const std::vector<std::vector<int64_t>>& src, const Shape& os,
-              T value, T* out) {
+              int64_t last_begin, T value, T* out) {
   const int64_t total = shape_size(os);
   if (total == 0) return;
   const size_t r = os.size();
@@ -53,6 +66,11 @@ void pad_copy(const T* in, const Shape& in_shape, const std::vector<std::vector<
   const std::vector<int64_t> stride = strides_of(in_shape);
   const std::vector<int64_t>& last = src[r - 1];
   const int64_t inner = os[r - 1];
+  // A row's outputs [lo, hi) read its source elements j - last_begin in
+  // order, one copy; only the padded ends look their sources up. (The
+  // lookup per element took Silero VAD's reflect pad of a 512-sample row
+  // 1.3 us.)
+  const auto [lo, hi] = interior(last_begin, in_shape[r - 1], inner);
   std::vector<int64_t> idx(r, 0);
   for (int64_t base = 0; base < total; base += inner) {
     // The row's source offset from the outer dims, or padding if any of them pads.
@@ -66,10 +84,13 @@ void pad_copy(const T* in, const Shape& in_shape, const std::vector<std::vector<
     if (padding) {
       std::fill(out + base, out + base + inner, value);
     } else {
-      for (int64_t j = 0; j < inner; ++j) {
+      const auto looked_up = [&](int64_t j) {
         const int64_t s = last[static_cast<size_t>(j)];
         out[base + j] = s < 0 ? value : in[off + s];
-      }
+      };
+      for (int64_t j = 0; j < lo; ++j) looked_up(j);
+      std::copy_n(in + off + (lo - last_begin), hi - lo, out + base + lo);
+      for (int64_t j = hi; j < inner; ++j) looked_up(j);
     }
     for (size_t d = r - 1; d-- > 0;) {
       if (++idx[d] < os[d]) break;
@@ -115,15 +136,21 @@ std::unique_ptr<Kernel> make_pad(const Node& node) {
              (mode == PadMode::Edge ? "edge" : "reflect") + " mode");
       os[d] = len;
     }
-    Tensor out(x.dtype(), os);  // allocated before the index maps, so a huge shape fails first
+    // Allocated before the index maps, so a huge shape fails first;
+    // pad_copy writes every element.
+    Tensor out = Tensor::uninitialized(x.dtype(), os);
     for (size_t d = 0; d < r; ++d) {
       src[d].resize(static_cast<size_t>(os[d]));
-      for (int64_t o = 0; o < os[d]; ++o) src[d][static_cast<size_t>(o)] = pad_source(o, pads[d], x.dim(d), mode);
+      auto map = [&](int64_t o) { src[d][static_cast<size_t>(o)] = pad_source(o, pads[d], x.dim(d), mode); };
+      // Along the last dim, pad_copy looks up the padded ends only.
+      const Interior in = d + 1 == r ? interior(pads[d], x.dim(d), os[d]) : Interior{os[d], os[d]};
+      for (int64_t o = 0; o < in.lo; ++o) map(o);
+      for (int64_t o = in.hi; o < os[d]; ++o) map(o);
     }
     dispatch_any(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T value = cv ? cv->data<T>()[0] : cast_checked<T>(value_attr, "Pad value");
-      pad_copy(x.data<T>(), x.shape(), src, os, value, out.mutable_data<T>());
+      pad_copy(x.data<T>(), x.shape(), src, os, r ? pads[r - 1] : 0, value, out.mutable_data<T>());
     });
     ctx.outputs[0] = std::move(out);
   });
