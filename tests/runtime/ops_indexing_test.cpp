@@ -104,6 +104,49 @@ TEST(OpsIndexing, SliceOpset9AttributesAndInt32Inputs) {
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5}));
 }
 
+// Index inputs that are constants of the session are read once, when it is
+// created; the same slices come out when they are initializers, when one of
+// them is fed (a graph input may shadow nothing: it is read every run), and
+// when an initializer holds values that are not indices (an error per run).
+TEST(OpsIndexing, SliceReadsConstantIndicesOnceAndFedOnesEveryRun) {
+  auto model = [](bool axes_fed, onnx::TensorProto::DataType starts_type) {
+    onnx::ModelProto m = make_model(13);
+    add_io(m, true, "x", {2, 6});
+    if (axes_fed) add_io(m, true, "axes", {1}, onnx::TensorProto::INT64);
+    auto* starts = add_int64_init(m, "starts", {1}, {1});
+    if (starts_type != onnx::TensorProto::INT64) {
+      starts->clear_int64_data();
+      starts->set_data_type(starts_type);
+      starts->add_float_data(1.0f);
+    }
+    add_int64_init(m, "ends", {1}, {-1});
+    if (!axes_fed) add_int64_init(m, "axes", {1}, {1});
+    add_int64_init(m, "steps", {1}, {2});
+    add_node(m, "Slice", "slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+    add_io(m, false, "y", {-1, -1});
+    return bytes(m);
+  };
+  const Tensor x = f32({2, 6}, {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
+  Session prepared = Session::from_bytes(model(false, onnx::TensorProto::INT64));
+  for (int run = 0; run < 2; ++run) {
+    const Tensor y = prepared.run({{"x", x}})[0];
+    EXPECT_EQ(y.shape(), (Shape{2, 2}));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 3, 11, 13})) << run;
+  }
+  Session fed = Session::from_bytes(model(true, onnx::TensorProto::INT64));
+  EXPECT_EQ(fed.run({{"x", x}, {"axes", i64({1}, {1})}})[0].to_vector<float>(), (std::vector<float>{1, 3, 11, 13}));
+  EXPECT_EQ(fed.run({{"x", x}, {"axes", i64({1}, {0})}})[0].shape(), (Shape{0, 6}));  // rows [1, -1 + 2): none
+  Session bad = Session::from_bytes(model(false, onnx::TensorProto::FLOAT));
+  for (int run = 0; run < 2; ++run) {
+    try {
+      bad.run({{"x", x}});
+      ADD_FAILURE() << "a float 'starts' was accepted";
+    } catch (const Error& e) {
+      EXPECT_ERROR_MENTIONS(std::string(e.what()), "input 'starts' must be int64 or int32");
+    }
+  }
+}
+
 TEST(OpsIndexing, SliceErrors) {
   const Tensor x = f32({5}, {0, 1, 2, 3, 4});
   EXPECT_ERROR_MENTIONS(error_of("Slice", {x, i64({1}, {0}), i64({1}, {5}), Tensor(), i64({1}, {0})}, {F}), "step");

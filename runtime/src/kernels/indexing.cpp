@@ -15,48 +15,66 @@ namespace {
 
 // ---- Slice ----------------------------------------------------------------
 
-// Opset 1..9: starts/ends/axes are attributes; 10+: inputs, with optional axes and steps.
-std::unique_ptr<Kernel> make_slice(const Node& node) {
-  const bool from_inputs = node.opset >= 10;
-  std::vector<int64_t> starts_attr, ends_attr, axes_attr;
-  if (!from_inputs) {
+// Opset 1..9: starts/ends/axes are attributes; 10+: inputs, with optional
+// axes and steps, read once when they are constants of the session
+// (prepare): Silero VAD's STFT slices a frame five times a run, and reading
+// four index tensors into vectors on every call cost as much as the copy.
+class SliceKernel final : public Kernel {
+ public:
+  explicit SliceKernel(const Node& node) : from_inputs_(node.opset >= 10) {
+    if (from_inputs_) return;
     if (!node.has_attr("starts") || !node.has_attr("ends"))
       fail(node.describe() + ": attributes 'starts' and 'ends' are required");
-    starts_attr = node.attr_ints("starts");
-    ends_attr = node.attr_ints("ends");
-    axes_attr = node.attr_ints("axes");
+    fixed_ = {node.attr_ints("starts"), node.attr_ints("ends"), node.attr_ints("axes"), {}};
   }
-  return make_kernel([=](KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    std::vector<int64_t> starts = starts_attr, ends = ends_attr, axes = axes_attr, steps;
-    if (from_inputs) {
-      starts = read_indices(ctx.input(1), "input 'starts'");
-      ends = read_indices(ctx.input(2), "input 'ends'");
-      if (const Tensor* t = ctx.optional_input(3)) axes = read_indices(*t, "input 'axes'");
-      if (const Tensor* t = ctx.optional_input(4)) steps = read_indices(*t, "input 'steps'");
+
+  void prepare(const std::vector<const Tensor*>& constants) noexcept override {
+    if (!from_inputs_) return;
+    try {
+      Params p;
+      for (size_t i = 1; i < kIndexInputs; ++i) {
+        const Tensor* t = i < constants.size() ? constants[i] : nullptr;
+        if (!t && i < 3) return;  // starts and ends are read per call
+        if (t) {
+          p.of(i) = read_indices(*t, kWhat[i]);
+          prepared_from_[i] = *t;
+        }
+      }
+      fixed_ = std::move(p);
+      prepared_ = true;
+    } catch (...) {  // not index tensors (compute names the error), or no memory: read per call
+      for (Tensor& t : prepared_from_) t = Tensor();
     }
-    const size_t m = starts.size();
-    if (axes.empty())
-      for (size_t j = 0; j < m; ++j) axes.push_back(static_cast<int64_t>(j));
-    if (steps.empty()) steps.assign(m, 1);
-    if (ends.size() != m || axes.size() != m || steps.size() != m)
-      fail("starts, ends, axes and steps have " + std::to_string(m) + ", " + std::to_string(ends.size()) + ", " +
-           std::to_string(axes.size()) + " and " + std::to_string(steps.size()) + " values; they must match");
+  }
+
+  void compute(KernelContext& ctx) const override {
+    Params read;
+    const Params& p = from_inputs_ && !prepared_for(ctx) ? read_from(ctx, read) : fixed_;
+    const Tensor& x = ctx.input(0);
+    const size_t m = p.starts.size();
     const size_t r = x.rank();
+    if (p.ends.size() != m || (!p.axes.empty() && p.axes.size() != m) || (!p.steps.empty() && p.steps.size() != m))
+      fail("starts, ends, axes and steps have " + std::to_string(m) + ", " + std::to_string(p.ends.size()) + ", " +
+           std::to_string(p.axes.empty() ? m : p.axes.size()) + " and " +
+           std::to_string(p.steps.empty() ? m : p.steps.size()) + " values; they must match");
+    // The view: X's strides scaled by each dim's step, from the first
+    // element taken; axes given twice are an error.
     Shape os = x.shape();
-    std::vector<int64_t> begin(r, 0), step(r, 1);
+    std::vector<int64_t> view_stride = strides_of(os);
+    int64_t offset = 0;
     std::vector<bool> seen(r, false);
     for (size_t j = 0; j < m; ++j) {
-      const size_t a = static_cast<size_t>(normalize_axis(axes[j], static_cast<int64_t>(r)));
-      if (seen[a]) fail("Slice axis " + std::to_string(axes[j]) + " is given twice");
+      const int64_t axis = p.axes.empty() ? static_cast<int64_t>(j) : p.axes[j];
+      const size_t a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(r)));
+      if (seen[a]) fail("Slice axis " + std::to_string(axis) + " is given twice");
       seen[a] = true;
-      const int64_t d = x.dim(a);
-      if (steps[j] == 0) fail("Slice step for axis " + std::to_string(axes[j]) + " is 0");
+      const int64_t d = x.dim(a), step = p.steps.empty() ? 1 : p.steps[j];
+      if (step == 0) fail("Slice step for axis " + std::to_string(axis) + " is 0");
       // A step of magnitude >= d takes at most one element, like d itself does;
       // clamping keeps the arithmetic below far from overflow.
-      const int64_t st = std::clamp<int64_t>(steps[j], -std::max<int64_t>(d, 1), std::max<int64_t>(d, 1));
-      int64_t s = starts[j] < 0 ? starts[j] + d : starts[j];  // negative + d >= 0 cannot overflow
-      int64_t e = ends[j] < 0 ? ends[j] + d : ends[j];
+      const int64_t st = std::clamp<int64_t>(step, -std::max<int64_t>(d, 1), std::max<int64_t>(d, 1));
+      int64_t s = p.starts[j] < 0 ? p.starts[j] + d : p.starts[j];  // negative + d >= 0 cannot overflow
+      int64_t e = p.ends[j] < 0 ? p.ends[j] + d : p.ends[j];
       int64_t len = 0;
       if (st > 0) {
         s = std::clamp<int64_t>(s, 0, d);
@@ -68,19 +86,46 @@ std::unique_ptr<Kernel> make_slice(const Node& node) {
         len = s > e ? (s - e - 1) / -st + 1 : 0;
       }
       os[a] = len;
-      begin[a] = len ? s : 0;
-      step[a] = st;
-    }
-    const std::vector<int64_t> stride = strides_of(x.shape());
-    int64_t offset = 0;
-    std::vector<int64_t> view_stride(r);
-    for (size_t d = 0; d < r; ++d) {
-      offset += begin[d] * stride[d];
-      view_stride[d] = step[d] * stride[d];
+      if (len) offset += s * view_stride[a];
+      view_stride[a] *= st;
     }
     ctx.outputs[0] = strided_view(x, offset, os, view_stride);
-  });
-}
+  }
+
+ private:
+  static constexpr size_t kIndexInputs = 5;  // data, starts, ends, axes, steps
+  static constexpr const char* kWhat[kIndexInputs] = {"", "input 'starts'", "input 'ends'", "input 'axes'",
+                                                      "input 'steps'"};
+  struct Params {
+    std::vector<int64_t> starts, ends, axes, steps;  // axes, steps: empty when not given
+    std::vector<int64_t>& of(size_t input) { return input == 1 ? starts : input == 2 ? ends : input == 3 ? axes : steps; }
+  };
+
+  // Whether the run feeds the very index tensors prepare() read.
+  bool prepared_for(const KernelContext& ctx) const {
+    if (!prepared_) return false;
+    for (size_t i = 1; i < kIndexInputs; ++i) {
+      const Tensor* t = i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
+      if ((t != nullptr) != !prepared_from_[i].empty() || (t && !t->shares_buffer(prepared_from_[i]))) return false;
+    }
+    return true;
+  }
+
+  static const Params& read_from(const KernelContext& ctx, Params& p) {
+    p.starts = read_indices(ctx.input(1), kWhat[1]);
+    p.ends = read_indices(ctx.input(2), kWhat[2]);
+    if (const Tensor* t = ctx.optional_input(3)) p.axes = read_indices(*t, kWhat[3]);
+    if (const Tensor* t = ctx.optional_input(4)) p.steps = read_indices(*t, kWhat[4]);
+    return p;
+  }
+
+  const bool from_inputs_;
+  Params fixed_;           // the attributes (opset < 10), or the prepared inputs
+  bool prepared_ = false;  // fixed_ holds the constant inputs, read from prepared_from_
+  Tensor prepared_from_[kIndexInputs];
+};
+
+std::unique_ptr<Kernel> make_slice(const Node& node) { return std::make_unique<SliceKernel>(node); }
 
 // ---- element-wise gather / scatter ------------------------------------------
 
