@@ -173,8 +173,12 @@ Tensor::Tensor(DataType type, Shape shape, bool zeroed) : type_(type), shape_(st
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_size(shape) != size())
     throw Error(ErrorKind::Kernel, "cannot reshape " + description() + " to " + shape_to_string(shape));
-  Tensor t = *this;
+  Tensor t;  // not a copy of *this: that would copy the shape only to replace it
+  t.type_ = type_;
+  t.kind_ = kind_;
   t.shape_ = std::move(shape);
+  t.bytes_ = bytes_;
+  t.data_ = data_;
   return t;
 }
 

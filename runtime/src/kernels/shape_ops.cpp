@@ -53,7 +53,7 @@ std::unique_ptr<Kernel> make_reshape(const Node& node) {
       if (known == 0 || x.size() % known != 0) fail("Reshape: cannot infer -1 for " + x.description() + " -> " + shape_to_string(shape));
       shape[static_cast<size_t>(infer)] = x.size() / known;
     }
-    ctx.outputs[0] = x.reshaped(shape);
+    ctx.outputs[0] = x.reshaped(std::move(shape));
   });
 }
 
@@ -211,12 +211,13 @@ std::unique_ptr<Kernel> make_unsqueeze(const Node& node) {
     std::sort(axes.begin(), axes.end());
     if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) fail("Unsqueeze axes repeat");
     Shape os;
+    os.reserve(static_cast<size_t>(out_rank));
     size_t in_i = 0, ax_i = 0;
     for (int64_t d = 0; d < out_rank; ++d) {
       if (ax_i < axes.size() && axes[ax_i] == d) { os.push_back(1); ++ax_i; }
       else os.push_back(x.dim(in_i++));
     }
-    ctx.outputs[0] = x.reshaped(os);
+    ctx.outputs[0] = x.reshaped(std::move(os));
   });
 }
 
@@ -236,9 +237,10 @@ std::unique_ptr<Kernel> make_squeeze(const Node& node) {
       }
     }
     Shape os;
+    os.reserve(x.rank());
     for (size_t d = 0; d < x.rank(); ++d)
       if (!drop[d]) os.push_back(x.dim(d));
-    ctx.outputs[0] = x.reshaped(os);
+    ctx.outputs[0] = x.reshaped(std::move(os));
   });
 }
 

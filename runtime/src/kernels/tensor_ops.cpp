@@ -274,7 +274,7 @@ std::unique_ptr<Kernel> make_tile(const Node&) {
       vst.insert(vst.end(), {0, st[d]});
       os.push_back(checked_mul(reps[d], x.dim(d), "Tile output dimension"));
     }
-    ctx.outputs[0] = strided_view(x, 0, view, vst).reshaped(os);
+    ctx.outputs[0] = strided_view(x, 0, view, vst).reshaped(std::move(os));
   });
 }
 
