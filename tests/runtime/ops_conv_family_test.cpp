@@ -398,6 +398,15 @@ const std::vector<ConvCase>& conv_cases() {
       {"few columns: 3x3 pad1 on 2x2", 1, 3, 2, 2, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
       {"few columns: 3x3 dil2 pads wider on 2x3", 1, 2, 2, 3, 5, 1, 3, 3, 1, 1, 2, 2, 2, 1, 1, 2, false},
       {"few columns: grouped 1-D k3 s2", 1, 8, 1, 7, 12, 2, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, true, true},
+      // 1-D depthwise over 16 channels or more and rows of 16 outputs or
+      // fewer, computed across the channels (conv_depthwise_short_1d):
+      // Silero VAD's k5 pad2 on 8 and 1 positions, channel counts off the
+      // vector width, stride, dilation, pads wider than the row, images.
+      {"across channels: 1-D k5 pad2, 258 x 8", 1, 258, 1, 8, 258, 258, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2, true, true},
+      {"across channels: 1-D k5 pad2 on 1", 2, 32, 1, 1, 32, 32, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2, true, true},
+      {"across channels: 1-D k3 s2 dil2 asym", 1, 19, 1, 11, 19, 19, 1, 3, 1, 2, 1, 2, 0, 3, 0, 1, false, true},
+      {"across channels: 1-D k4 pads wider", 3, 17, 1, 2, 17, 17, 1, 4, 1, 1, 1, 1, 0, 5, 0, 4, true, true},
+      {"across channels: 1-D k2 s3, 16 outputs", 1, 40, 1, 47, 40, 40, 1, 2, 1, 3, 1, 1, 0, 0, 0, 0, false, true},
   };
   return cases;
 }

@@ -64,6 +64,8 @@ void fill_value(T* p, int64_t n, T v) {
 // a first layer from one input channel to 24, or a 1-D filterbank from one to
 // hundreds) the gemm amortises im2col over Mg rows and beats the direct loop:
 // oww_melspectrogram's 1 -> 257-channel convs ran 10x slower direct.
+constexpr int64_t kMinChannelsAcross = 16, kMaxRowAcross = 16;  // is_depthwise_short_1d
+
 bool is_depthwise_2d(const ConvShape& cs) {
   return cs.Cg == 1 && cs.group == cs.C && cs.Mg <= 4 && cs.w.spatial <= 2;
 }
@@ -225,6 +227,61 @@ void conv_depthwise_2d(const T* x, const T* wt, const T* bias, const ConvShape& 
       }
     }
   });
+}
+
+// A 1-D depthwise conv over short rows and many channels (Silero VAD's
+// [1,258,8] by 5 taps, and its [1,16..32,1..4] ones): computed across the
+// channels instead of along each row. Row by row (conv_depthwise_2d), a
+// row of 8 outputs filled a vector by half and the per-row setup was the
+// cost: 6 us for 10K multiply-adds. Here X is transposed, zero-padded, to
+// [padded position][channel] and W to [tap][channel], each output position
+// is the bias plus, tap by tap, a product of whole channel vectors, and the
+// result is transposed back. The padding adds w * 0, as the row loop's
+// zeroed phase rows do. One thread: the whole conv is a few microseconds.
+bool is_depthwise_short_1d(const ConvShape& cs) {
+  return cs.w.spatial == 1 && cs.Cg == 1 && cs.group == cs.C && cs.Mg == 1 && cs.C >= kMinChannelsAcross &&
+         cs.w.out[2] <= kMaxRowAcross;
+}
+
+// yt[o][c] = bias[c] (0 without) + sum over k of wk[k][c] * xt[o * s + k * d][c].
+template <typename T>
+EPPROF_SIMD_CLONES void taps_across_channels(T* yt, const T* xt, const T* wk, const T* bias, int64_t C, int64_t OL,
+                                             int64_t K, int64_t s, int64_t d) noexcept {
+  for (int64_t o = 0; o < OL; ++o) {
+    T* row = yt + o * C;
+    for (int64_t c = 0; c < C; ++c) row[c] = bias ? bias[c] : T{};
+    for (int64_t k = 0; k < K; ++k) {
+      const T* xr = xt + (o * s + k * d) * C;
+      const T* wr = wk + k * C;
+      for (int64_t c = 0; c < C; ++c) row[c] += wr[c] * xr[c];
+    }
+  }
+}
+
+template <typename T>
+void conv_depthwise_short_1d(const T* x, const T* wt, const T* bias, const ConvShape& cs, T* y) {
+  const Window& w = cs.w;
+  const int64_t C = cs.C, L = w.in[2], OL = w.out[2], K = w.k[2], s = w.s[2], d = w.d[2], pl = w.pb[2];
+  if (OL == 0) return;
+  const int64_t P = (OL - 1) * s + (K - 1) * d + 1;  // padded positions the outputs read
+  const memory::Scratch<T> scratch(static_cast<size_t>((P + K + OL) * C));
+  T* const xt = scratch.get();
+  T* const wk = xt + P * C;
+  T* const yt = wk + K * C;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k = 0; k < K; ++k) wk[k * C + c] = wt[c * K + k];
+  // The input positions that land in [0, P) once padded.
+  const int64_t i0 = std::min(std::max<int64_t>(0, -pl), L), i1 = std::max(i0, std::min(L, P - pl));
+  for (int64_t n = 0; n < cs.N; ++n) {
+    const T* xn = x + n * C * L;
+    T* yn = y + n * C * OL;
+    std::fill(xt, xt + P * C, T{});
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = i0; i < i1; ++i) xt[(i + pl) * C + c] = xn[c * L + i];
+    taps_across_channels(yt, xt, wk, bias, C, OL, K, s, d);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t o = 0; o < OL; ++o) yn[c * OL + o] = yt[o * C + c];
+  }
 }
 
 // Conv's B for sgemm_packing (float): the im2col matrix of one image's
@@ -547,6 +604,10 @@ Tensor conv(const Tensor& x, const Tensor& wt, const Tensor* bias, const ConvSha
   Tensor out = Tensor::uninitialized(x.dtype(), cs.out_shape);
   T* y = out.mutable_data<T>();
   const T* b = bias ? bias->data<T>() : nullptr;
+  if (is_depthwise_short_1d(cs)) {
+    conv_depthwise_short_1d(x.data<T>(), wt.data<T>(), b, cs, y);
+    return out;
+  }
   if (is_depthwise_2d(cs)) {
     conv_depthwise_2d(x.data<T>(), wt.data<T>(), b, cs, y);
     return out;
